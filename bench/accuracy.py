@@ -1,0 +1,87 @@
+"""Static-pass accuracy on ../shared/cases: recall and precision, per kind and in total.
+
+recall    = expected (file, line, kind) entries that a finding of a matching rule hits
+precision = findings on expected lines / all findings (findings on decoys and on negative
+            cases count against it)
+The last line is ``TOTAL recall=R precision=P``; tests/test_accuracy.py fails if either drops
+below bench/accuracy_baseline.json.
+
+    python bench/accuracy.py [CASES_DIR] [--verbose]
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections import defaultdict
+from typing import Dict, List, Tuple
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _cases import KIND_RULES, load_cases  # noqa: E402
+
+from shapelint.config import Settings  # noqa: E402
+from shapelint.registry import all_rules  # noqa: E402
+from shapelint.static.engine import Engine  # noqa: E402
+
+
+def check_case(folder: str, rules, enabled):
+    engine = Engine(rules, enabled, Settings())
+    result = engine.check([folder], root=folder, use_cache=False)
+    out = []
+    for f in result.findings:
+        rel = os.path.relpath(os.path.abspath(f.path), folder)
+        out.append((rel, f.line, f.rule))
+    return out, result.errors
+
+
+def measure(root=None, verbose=False) -> Tuple[float, float, List[str]]:
+    rules = all_rules()
+    enabled = [c for c, r in rules.items() if r.default_enabled]
+    per_kind_found: Dict[str, List[int]] = defaultdict(lambda: [0, 0])
+    good = total = 0
+    lines: List[str] = []
+    for case in load_cases(root):
+        findings, errors = check_case(case.path, rules, enabled)
+        expected_lines = {(e["file"], e["line"]) for e in case.expected}
+        decoy_lines = {(d["file"], d["line"]) for d in case.decoys}
+        for e in case.expected:
+            wanted = KIND_RULES.get(e["kind"], ())
+            hit = any((f, l) == (e["file"], e["line"]) and (not wanted or r in wanted)
+                      for f, l, r in findings)
+            per_kind_found[e["kind"]][0] += hit
+            per_kind_found[e["kind"]][1] += 1
+            if not hit:
+                lines.append(f"MISS  {case.id}: {e['file']}:{e['line']} {e['kind']}")
+        for f, l, r in findings:
+            total += 1
+            if (f, l) in expected_lines:
+                good += 1
+            else:
+                tag = "DECOY" if (f, l) in decoy_lines else "EXTRA"
+                lines.append(f"{tag} {case.id}: {f}:{l} {r}")
+        for err in errors:
+            lines.append(f"ERROR {case.id}: {err.path}:{err.line} {err.message}")
+    found = sum(v[0] for v in per_kind_found.values())
+    expected = sum(v[1] for v in per_kind_found.values())
+    recall = found / expected if expected else 1.0
+    precision = good / total if total else 1.0
+    for kind, (hit, n) in sorted(per_kind_found.items()):
+        lines.append(f"kind {kind:<24} recall {hit}/{n} = {hit / n:.3f}")
+    lines.append(f"findings {total}, on expected lines {good}; expected {expected}, found {found}")
+    lines.append(f"TOTAL recall={recall:.3f} precision={precision:.3f}")
+    return recall, precision, lines
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    verbose = "--verbose" in argv
+    root = next((a for a in argv if not a.startswith("-")), None)
+    recall, precision, lines = measure(root, verbose)
+    for line in lines:
+        if verbose or not line.startswith(("MISS", "DECOY", "EXTRA", "ERROR")) or True:
+            print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+from shapelint.api import Condition, Rule
+
+
+class SizeBranch(Rule):
+    """
+    ## What it does
+    Finds Python control flow (`if`, `elif`, `while`, a conditional expression, `assert`,
+    `and`/`or`, `match`) that depends on a tensor size: `x.shape[0]`, `x.size(1)`, `len(x)`,
+    `x.numel()`, or anything computed from them, also through helpers in other modules.
+
+    ## Why is this bad?
+    Dynamo must pick one side of the branch when it traces. With a dynamic size it installs a
+    guard such as `s77 <= 8`; an input on the other side fails the guard and recompiles. With a
+    static size every new value recompiles. Under `dynamic=False` or vLLM-style guard dropping
+    the wrong branch runs silently.
+
+    ## Example
+    ```python
+    def forward(self, x):
+        if x.shape[0] > 8:
+            return self.big(x)
+        return self.small(x)
+    ```
+
+    ## Use instead
+    Make the choice with tensor ops (`torch.where`), with `torch.cond`, or outside the compiled
+    region (pick the module before calling it); assert invariants with `torch._check`.
+    ```python
+    def forward(self, x):
+        return torch.cond(x.shape[0] > 8, self.big, self.small, (x,))
+    ```
+    """
+
+    code = "SL101"
+    name = "size-branch"
+    summary = "Python control flow depends on a tensor size"
+    evidence = ("recompile", "specialization")
+    hint = ("move the decision out of the compiled region, or use torch.cond / torch.where; "
+            "torch._check(...) states an invariant without branching")
+    VALID = ['''
+import torch
+class M(torch.nn.Module):
+    def forward(self, x):
+        if x.dim() == 3:
+            x = x.mean(1)
+        torch._check(x.shape[0] > 0)
+        return x.view(x.shape[0], -1)
+''', '''
+import torch
+class M(torch.nn.Module):
+    def forward(self, x):
+        if x.dtype == torch.float16 or self.training:
+            x = x.float()
+        return x
+''']
+    INVALID = ['''
+import torch
+class M(torch.nn.Module):
+    def forward(self, x):
+        n = x.shape[0]
+        if n > 8:  # error: SL101
+            return x * 2
+        return x
+''', '''
+import torch
+def pad_rows(x, multiple):
+    missing = (multiple - x.shape[0] % multiple) % multiple
+    if missing:  # error: SL101
+        x = torch.cat([x, x.new_zeros(missing, x.shape[1])])
+    return x
+class M(torch.nn.Module):
+    def forward(self, x):
+        y = pad_rows(x, 4)
+        return y if len(x) < 16 else y * 2  # error: SL101
+''']
+
+    def on_condition(self, site: Condition) -> None:
+        v = site.value
+        if v.is_size and not v.is_tensor:
+            self.report(site, f"`{site.code()}` depends on the tensor size "
+                              f"{site.fn.describe(v.origin)}; Dynamo guards on it and recompiles "
+                              f"when an input takes the other branch")

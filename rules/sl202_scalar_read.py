@@ -1,0 +1,63 @@
+from shapelint.api import Call, Rule
+
+
+class ScalarRead(Rule):
+    """
+    ## What it does
+    Finds reads of tensor data into Python: `.item()`, `.tolist()`, `.numpy()`,
+    `int(t)`/`float(t)`, `math.*` on a tensor.
+
+    ## Why is this bad?
+    The value is unknown at trace time. By default Dynamo breaks the graph (GB0124 for
+    `.item()`, GB0109 for `.tolist()`, GB0105 for `.numpy()`); with
+    `capture_scalar_outputs=True` it becomes an unbacked symbol, and any branch on it is then a
+    data-dependent error.
+
+    ## Example
+    ```python
+    peak = x.abs().max().item()
+    return x / (peak + 1e-6)
+    ```
+
+    ## Use instead
+    ```python
+    peak = x.abs().max()
+    return x / (peak + 1e-6)
+    ```
+    """
+
+    code = "SL202"
+    name = "tensor-to-python"
+    summary = "A tensor value is read into Python (.item(), .tolist(), int(t))"
+    evidence = ("graph-break",)
+    registry_ids = ("GB0124", "GB0109", "GB0105")
+    hint = ("keep the value as a 0-d tensor; if you need it as a number, set "
+            "torch._dynamo.config.capture_scalar_outputs = True and torch._check its range")
+    VALID = ['''
+import torch
+class M(torch.nn.Module):
+    def forward(self, x):
+        n_pos = (x > 0).sum(-1)
+        return x / (x.abs().max() + 1e-6) * n_pos.unsqueeze(-1)
+''']
+    INVALID = ['''
+import torch
+class M(torch.nn.Module):
+    def forward(self, x):
+        peak = x.abs().max().item()  # error: SL202
+        counts = torch.bincount(x.long().flatten()).tolist()  # error: SL202
+        return x / (peak + 1e-6)
+''']
+
+    def on_call(self, site: Call) -> None:
+        recv = site.receiver
+        if site.method in ("item", "tolist", "numpy") and recv is not None and recv.is_tensor:
+            self.report(site, f"`{site.code()}` reads tensor data into Python; Dynamo breaks the "
+                              f"graph (or, with capture_scalar_outputs, makes an unbacked symbol)")
+            return
+        callee = site.callee or ""
+        first = site.args[0] if site.args else None
+        if first is not None and first.is_tensor and (
+                callee in ("int", "float") or callee.startswith("math.")):
+            self.report(site, f"`{site.code()}` converts a tensor to a Python number; Dynamo "
+                              f"breaks the graph to read it")

@@ -1,0 +1,58 @@
+from shapelint.api import LOGGER_METHODS, Call, Rule
+
+
+class PythonIO(Rule):
+    """
+    ## What it does
+    Finds `print(...)`, `logging`/logger calls and `warnings.warn(...)` inside a compiled
+    region (measured: each graph-breaks on torch 2.13).
+
+    ## Why is this bad?
+    Dynamo cannot put I/O in a graph: it breaks the graph, runs the call eagerly and starts a
+    new frame after it, paying a graph break on every call, even when the message is never
+    shown.
+
+    ## Example
+    ```python
+    if x.shape[0] > self.max_batch:
+        warnings.warn("batch larger than tuned maximum")
+    ```
+
+    ## Use instead
+    Log outside the compiled region, or guard the call with
+    `if not torch.compiler.is_compiling():`.
+    """
+
+    code = "SL203"
+    name = "python-io-in-region"
+    summary = "print / logging / warnings inside a compiled region"
+    evidence = ("graph-break",)
+    registry_ids = ("GB0007",)
+    hint = "move the I/O out of the compiled region, or skip it when torch.compiler.is_compiling()"
+    VALID = ['''
+import torch
+class M(torch.nn.Module):
+    def forward(self, x):
+        return x.sum()
+def train(model, x):
+    print(model(x))
+''']
+    INVALID = ['''
+import logging
+import warnings
+import torch
+logger = logging.getLogger(__name__)
+class M(torch.nn.Module):
+    def forward(self, x):
+        print("shape", x.shape)  # error: SL203
+        logger.debug("step")  # error: SL203
+        warnings.warn("slow path")  # error: SL203
+        return x
+''']
+
+    def on_call(self, site: Call) -> None:
+        callee = site.callee or ""
+        if callee == "print" or callee.startswith(("warnings.warn", "logging.")) or \
+                (callee.startswith("<logger>") and site.method in LOGGER_METHODS):
+            self.report(site, f"`{site.code().splitlines()[0]}` does Python I/O inside the "
+                              f"compiled region; Dynamo breaks the graph here")

@@ -1,0 +1,84 @@
+from shapelint.api import Call, Rule, Subscript
+
+DYNAMIC_OPS = {"nonzero", "masked_select", "unique", "unique_consecutive", "argwhere",
+               "nonzero_static"}
+
+
+class DynamicOutputShape(Rule):
+    """
+    ## What it does
+    Finds ops whose output shape depends on tensor *values*: `nonzero`, `masked_select`,
+    `unique`, `argwhere`, indexing with a boolean mask (`x[x > 0]`), one-argument
+    `torch.where(cond)`, and `repeat_interleave` with tensor repeats and no `output_size`.
+
+    ## Why is this bad?
+    The output length is unknown until the kernel runs. Dynamo breaks the graph (GB0036,
+    "Dynamic shape operator") unless `capture_dynamic_output_shape_ops` is set, and then every
+    later size computed from it is an unbacked symbol.
+
+    ## Example
+    ```python
+    idx = (x[:, 0] > 0).nonzero().squeeze(1)
+    active = x.index_select(0, idx)
+    ```
+
+    ## Use instead
+    Keep the shape fixed with masks: `torch.where(mask, x, 0)`, `masked_fill`,
+    `nonzero_static(size=...)`, or pass `output_size=` to `repeat_interleave`.
+    """
+
+    code = "SL204"
+    name = "dynamic-output-shape"
+    summary = "An op whose output shape depends on tensor values"
+    evidence = ("graph-break",)
+    registry_ids = ("GB0036", "GB0033")
+    hint = "use a fixed-shape formulation (masks, torch.where, output_size=, nonzero_static)"
+    VALID = ['''
+import torch
+class M(torch.nn.Module):
+    def forward(self, x, counts, cu):
+        y = torch.where(x > 0, x, torch.zeros_like(x))
+        y = y.masked_fill(y > 3, 3.0)
+        z = cu.repeat_interleave(counts, output_size=x.shape[0])
+        return y[:, 0] + x[counts]
+''']
+    INVALID = ['''
+import torch
+class M(torch.nn.Module):
+    def forward(self, x, counts):
+        mask = x.ge(0.5)
+        picked = x.masked_select(mask)  # error: SL204
+        pos = x[x > 0]  # error: SL204
+        rep = torch.repeat_interleave(x, counts, dim=0)  # error: SL204
+        idx = torch.nonzero(x)  # error: SL204
+        return picked.sum() + pos.sum() + rep.sum()
+''']
+
+    def on_call(self, site: Call) -> None:
+        callee = site.callee or ""
+        recv = site.receiver
+        name = None
+        if site.method in DYNAMIC_OPS and recv is not None and recv.is_tensor:
+            name = site.method
+        elif callee.startswith("torch.") and callee.split(".")[-1] in DYNAMIC_OPS \
+                and callee.count(".") == 1:
+            name = callee
+        elif callee == "torch.where" and len(site.args) == 1 and not site.kwargs:
+            name = "torch.where(cond)"
+        elif (site.method == "repeat_interleave" and recv is not None and recv.is_tensor) or \
+                callee == "torch.repeat_interleave":
+            repeats = site.args[0] if site.method else (site.args[1] if len(site.args) > 1 else None)
+            if repeats is None:
+                repeats = site.kwargs.get("repeats")
+            if repeats is not None and repeats.is_tensor and "output_size" not in site.kwargs:
+                name = "repeat_interleave without output_size"
+        if name == "nonzero_static":
+            return
+        if name:
+            self.report(site, f"`{site.code()}` ({name}) has an output shape that depends on "
+                              f"tensor values; Dynamo breaks the graph or makes unbacked sizes")
+
+    def on_subscript(self, site: Subscript) -> None:
+        if site.container.is_tensor and site.value.is_mask:
+            self.report(site, f"`{site.code()}` indexes with a boolean mask; the result's length "
+                              f"depends on the data")

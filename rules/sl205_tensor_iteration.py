@@ -1,0 +1,52 @@
+from shapelint.api import Iteration, Rule
+
+
+class TensorIteration(Rule):
+    """
+    ## What it does
+    Finds Python iteration over a tensor: `for row in x:` or `[f(r) for r in x]`.
+
+    ## Why is this bad?
+    Iterating unbinds dim 0 in Python: Dynamo unrolls one step per row, specializing on the
+    size of dim 0, and recompiles for every new length.
+
+    ## Example
+    ```python
+    outs = [self.proj(row) for row in x]
+    ```
+
+    ## Use instead
+    ```python
+    outs = self.proj(x)  # batched
+    ```
+    """
+
+    code = "SL205"
+    name = "tensor-iteration"
+    summary = "A Python loop iterates over a tensor's first dimension"
+    evidence = ("specialization", "recompile")
+    hint = "apply the op to the whole batch, or use torch.vmap"
+    VALID = ['''
+import torch
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.ModuleList([torch.nn.Linear(4, 4)])
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        for d in x.shape:
+            pass
+        return x
+''']
+    INVALID = ['''
+import torch
+class M(torch.nn.Module):
+    def forward(self, x):
+        return torch.stack([r * 2 for r in x])  # error: SL205
+''']
+
+    def on_iteration(self, site: Iteration) -> None:
+        if site.value.is_tensor:
+            self.report(site, f"iterating `{site.code()}` unrolls a Python loop over its first "
+                              f"dimension; Dynamo specializes on its size")

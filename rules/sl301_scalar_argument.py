@@ -1,0 +1,112 @@
+from typing import Dict, List
+
+from shapelint.api import Condition, NameUse, Origin, Rule
+
+
+class ScalarArgument(Rule):
+    """
+    ## What it does
+    Finds Python `int`/`bool` (and, where they steer control flow, `float`) arguments of a
+    compiled entry: annotated, defaulted, or named like a count (`n`, `num_*`, `*_len`,
+    `max_*`). The finding sits where torch guards on the value: the branch that tests it, or
+    else its first use, followed through helpers in other modules.
+
+    ## Why is this bad?
+    Dynamo treats a Python int as a constant: the first call installs a guard `n == 3` and the
+    next value recompiles (then automatic dynamic may make it symbolic, or not, if it is
+    compared). A value that changes every call (a decode step, a max length, a node count)
+    recompiles until the cache limit and then falls back to eager.
+
+    ## Example
+    ```python
+    def forward(self, x, max_seqlen: int):
+        pos = torch.arange(max_seqlen)
+    ```
+
+    ## Use instead
+    Derive the number from a tensor you already pass (`x.shape[1]`), pass it as a 0-d tensor,
+    or mark it dynamic (`torch._dynamo.mark_dynamic` on a tensor carrying it).
+    """
+
+    code = "SL301"
+    name = "python-scalar-argument"
+    summary = "A Python int/bool argument of a compiled entry is guarded on its value"
+    evidence = ("recompile", "specialization")
+    hint = "derive it from a tensor's shape, pass it as a tensor, or keep it constant"
+    VALID = ['''
+import torch
+class M(torch.nn.Module):
+    def forward(self, logits, temperature: float):
+        return (logits / temperature).softmax(-1)
+''', '''
+import torch
+class Inner(torch.nn.Module):
+    def forward(self, x, k: int):
+        return x * k
+class Outer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = Inner()
+    def forward(self, x):
+        return self.inner(x, 2)
+''']
+    INVALID = ['''
+import torch
+class M(torch.nn.Module):
+    def forward(self, x, y: int):
+        x = x + y
+        if y == 2:  # error: SL301
+            return x - 1
+        return x
+''', '''
+import torch
+def gather(q, max_len: int):
+    return q.new_zeros(q.shape[0], max_len)  # error: SL301
+class M(torch.nn.Module):
+    def forward(self, q, max_decode_len: int):
+        return gather(q, max_decode_len)
+''']
+
+    def __init__(self, sink) -> None:
+        super().__init__(sink)
+        self._first_use: Dict[Origin, NameUse] = {}
+        self._branches: Dict[Origin, List[Condition]] = {}
+        self._roots: Dict[Origin, str] = {}
+
+    def on_name_use(self, site: NameUse) -> None:
+        origin = site.value.origin
+        if origin is None or site.passthrough:
+            return
+        self._first_use.setdefault(origin, site)
+        self._roots.setdefault(origin, site.fn.root)
+
+    def on_condition(self, site: Condition) -> None:
+        v = site.value
+        if v.is_scalar_arg and not v.is_tensor and not v.is_size and v.origin is not None:
+            self._branches.setdefault(v.origin, []).append(site)
+            self._roots.setdefault(v.origin, site.fn.root)
+
+    def on_finish(self) -> None:
+        for origin in list(dict.fromkeys(list(self._branches) + list(self._first_use))):
+            if self.is_nested_entry(self._roots.get(origin, "")):
+                continue  # a submodule's argument: its caller decides the value
+            kind = self._kind(origin)
+            branches = self._branches.get(origin)
+            where = f"`{origin.symbol}` (line {origin.line})"
+            if branches:
+                for site in branches[:1]:
+                    self.report(site, f"`{site.code()}` tests the Python {kind} argument "
+                                      f"`{origin.text}` of {where}; Dynamo guards on its value "
+                                      f"and recompiles for each value that flips the test")
+            elif kind != "float" and origin in self._first_use:
+                site = self._first_use[origin]
+                self.report(site, f"the Python {kind} argument `{origin.text}` of {where} is first "
+                                  f"used here; Dynamo specializes it (guard `{origin.text} == "
+                                  f"<value>`) and recompiles when the value changes")
+
+    def _kind(self, origin: Origin) -> str:
+        site = self._first_use.get(origin)
+        if site is not None:
+            return site.value.detail or "int"
+        branches = self._branches.get(origin) or []
+        return (branches[0].value.detail if branches else "") or "int"

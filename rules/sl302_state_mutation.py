@@ -1,0 +1,70 @@
+from shapelint.api import Rule, StateWrite
+
+
+class StateMutation(Rule):
+    """
+    ## What it does
+    Finds module attributes holding Python values (ints, counters, dicts, lists) that a
+    compiled region both writes and reads: `self.step += 1`, `self.cache["end"] = stop`,
+    `self._seq_len_cached = seq_len`.
+
+    ## Why is this bad?
+    Dynamo guards on the Python value it read (`L['self'].counter == 2`). Writing a new value
+    makes the next call fail that guard and recompile, every call, until the cache limit.
+    Write-only attributes are replayed as side effects and are fine.
+
+    ## Example
+    ```python
+    def forward(self, x):
+        self.counter += 1
+        return self.linear(x)
+    ```
+
+    ## Use instead
+    Keep counters in a buffer tensor (`self.counter.add_(1)`), pass positions as tensors, or
+    update the state outside the compiled region.
+    """
+
+    code = "SL302"
+    name = "module-state-mutation"
+    summary = "A compiled region writes Python module state that it also reads"
+    evidence = ("recompile",)
+    hint = "hold the state in a tensor buffer, or update it outside the compiled region"
+    VALID = ['''
+import torch
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.last_batch = 0
+        self.register_buffer("steps", torch.zeros(()))
+        self._cos = None
+    def forward(self, x):
+        self.last_batch = x.shape[0]
+        self.steps.add_(1)
+        self._cos = x.cos()
+        return x * self._cos
+''']
+    INVALID = ['''
+import torch
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.counter = 0
+        self.cache = {"end": 0}
+    def forward(self, x):
+        self.counter += 1  # error: SL302
+        start = self.cache["end"]
+        self.cache["end"] = start + x.shape[1]  # error: SL302
+        return x
+''']
+
+    def on_state_write(self, site: StateWrite) -> None:
+        if not site.read_in_region or site.attr_kind in ("module", "module_list", "tensor"):
+            return
+        if site.op == "assign" and site.value.is_tensor:
+            return  # tensors are not guarded on their values
+        if site.op in ("item", "method") and site.attr_kind != "container":
+            return
+        verb = {"augassign": "updates", "item": "stores into", "method": "mutates"}.get(site.op, "assigns")
+        self.report(site, f"the compiled region {verb} `self.{site.attr}` and also reads it; "
+                          f"Dynamo guards on the value it read, so the next call recompiles")

@@ -1,0 +1,227 @@
+"""Command line: ``shapelint check``, ``shapelint run``, ``shapelint rule``.
+
+Exit codes (ruff's): 0 no findings, 1 findings (or a file/target error), 2 usage, config or
+internal error. ``shapelint PATHS...`` is ``shapelint check PATHS...`` (the pre-commit form).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from typing import Dict, List, Optional, Sequence, Type
+
+from shapelint import __version__
+from shapelint.config import ConfigError, Settings, load_settings, resolve_codes, check_codes
+from shapelint.finding import CheckResult
+from shapelint.report import FORMATS, render, write_atomic
+
+COMMANDS = ("check", "run", "rule")
+
+
+def _codes(text: Optional[str]) -> List[str]:
+    return [c.strip().upper() if c.strip().upper() != "ALL" else "ALL"
+            for c in (text or "").split(",") if c.strip()]
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", help="use this config file instead of searching for one")
+    p.add_argument("--select", help="rule codes or prefixes to enable (comma separated, or ALL)")
+    p.add_argument("--extend-select", help="codes to enable in addition to the selection")
+    p.add_argument("--ignore", help="codes or prefixes to disable")
+    p.add_argument("--per-file-ignores", action="append", default=[], metavar="GLOB:CODES",
+                   help="e.g. 'tests/*:SL1' (repeatable)")
+    p.add_argument("--exclude", action="append", default=[], help="glob of paths to skip")
+    p.add_argument("--format", "--output-format", dest="format", choices=FORMATS,
+                   help="output format (default text)")
+    p.add_argument("-o", "--output", help="write the report to this file")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+    p.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    p.add_argument("--statistics", action="store_true", help="count findings per rule")
+    p.add_argument("--diff", metavar="REF", help="only findings on lines changed since git REF")
+    p.add_argument("--baseline", help="report only findings not in this baseline file")
+    p.add_argument("--write-baseline", metavar="FILE", help="write today's findings as a baseline")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="shapelint",
+        description="Find code that makes torch.compile recompile, specialize or graph-break.")
+    parser.add_argument("--version", action="version", version=f"shapelint {__version__}")
+    sub = parser.add_subparsers(dest="command")
+
+    check = sub.add_parser("check", help="static pass (never imports torch or your code)")
+    check.add_argument("paths", nargs="*", default=["."])
+    _add_common(check)
+
+    run = sub.add_parser("run", help="replay models under torch.compile and confirm findings")
+    run.add_argument("--target", action="append", default=[], help="only these configured targets")
+    run.add_argument("--model", help="pkg.module:factory or path/to/file.py:factory")
+    run.add_argument("--inputs", help="pkg.module:inputs or path/to/file.py:inputs")
+    run.add_argument("--batch-sizes", help="comma separated, e.g. 1,2,3,4,8,17")
+    run.add_argument("--seq-lens", help="comma separated sequence lengths (passed as seq_len=)")
+    run.add_argument("--dynamic", choices=("auto", "true", "false", "mark"))
+    run.add_argument("--backend", help="eager (default), aot_eager, inductor")
+    run.add_argument("--device", help="auto (default), cpu, cuda")
+    run.add_argument("--mode", help="torch.compile mode, e.g. reduce-overhead")
+    run.add_argument("--fullgraph", action="store_true", default=None)
+    run.add_argument("--max-compiles", type=int)
+    run.add_argument("--timeout", type=float, help="seconds per target (default 300)")
+    run.add_argument("--no-static", action="store_true", help="skip the static join")
+    _add_common(run)
+
+    rule = sub.add_parser("rule", help="print a rule's documentation")
+    rule.add_argument("code", nargs="?")
+    rule.add_argument("--all", action="store_true", help="list every rule")
+    rule.add_argument("--format", choices=("text", "json"), default="text")
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help", "--version")):
+        argv = ["check"] + argv
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
+        return int(exc.code or 0)
+    try:
+        if args.command == "rule":
+            return cmd_rule(args)
+        if args.command == "run":
+            from shapelint.harness.command import cmd_run
+
+            return cmd_run(args)
+        return cmd_check(args)
+    except ConfigError as exc:
+        print(f"shapelint: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except Exception:  # an internal error: say so, exit 2, never pretend success
+        print("shapelint: internal error, please report it:\n" + traceback.format_exc(),
+              file=sys.stderr)
+        return 2
+
+
+def load_rules(settings: Settings):
+    from shapelint.registry import RuleLoadError, all_rules
+
+    try:
+        return all_rules(settings.rule_paths, settings.base_dir)
+    except RuleLoadError as exc:
+        raise ConfigError(str(exc)) from exc
+
+
+def resolve_settings(args: argparse.Namespace, paths: Sequence[str]):
+    """Config file + CLI flags -> (settings, rule classes, enabled codes)."""
+    from shapelint.registry import builtin_rules
+
+    builtin_codes = [r.code for r in builtin_rules()]
+    first = paths[0] if paths else "."
+    # user rules are known only after the config is read; validate codes after loading them
+    settings = load_settings(first, builtin_codes + ["SLX"], args.config)
+    rules = load_rules(settings)
+    known = list(rules)
+    check_codes(settings.select + settings.ignore + settings.extend_select, known, "config")
+    cli_select, cli_ignore, cli_extend = _codes(args.select), _codes(args.ignore), _codes(args.extend_select)
+    check_codes(cli_select + cli_ignore + cli_extend, known, "command line")
+    for spec in args.per_file_ignores:
+        glob, _, codes = spec.rpartition(":")
+        if not glob:
+            raise ConfigError(f"--per-file-ignores expects GLOB:CODES, got `{spec}`")
+        check_codes(_codes(codes), known, "--per-file-ignores")
+        settings.per_file_ignores[glob] = tuple(_codes(codes))
+    settings.exclude = tuple(settings.exclude) + tuple(args.exclude)
+    select = cli_select or list(settings.select)
+    defaults = [c for c, r in rules.items() if r.default_enabled]
+    enabled = resolve_codes(known, defaults, select, list(settings.extend_select) + cli_extend,
+                            list(settings.ignore) + cli_ignore)
+    return settings, rules, enabled
+
+
+def run_static(paths: Sequence[str], settings: Settings, rules, enabled, use_cache: bool = True,
+               root: Optional[str] = None) -> CheckResult:
+    from shapelint.static.engine import Engine
+
+    engine = Engine(rules, enabled, settings)
+    return engine.check(paths, root=root or (os.path.dirname(settings.config_path)
+                                            if settings.config_path else None), use_cache=use_cache)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    paths = args.paths or ["."]
+    settings, rules, enabled = resolve_settings(args, paths)
+    result = run_static(paths, settings, rules, enabled, use_cache=not args.no_cache)
+    result = apply_filters(args, result)
+    return emit(args, settings, result, rules, targets=[])
+
+
+def apply_filters(args: argparse.Namespace, result: CheckResult) -> CheckResult:
+    """--diff and --baseline narrow what is reported; --write-baseline records it."""
+    from shapelint import baseline as bl
+
+    if getattr(args, "write_baseline", None):
+        bl.write(args.write_baseline, result.all_findings())
+    if getattr(args, "baseline", None):
+        result = bl.apply(args.baseline, result)
+    if getattr(args, "diff", None):
+        from shapelint import gitdiff
+
+        result = gitdiff.only_changed(result, args.diff)
+    return result
+
+
+def emit(args: argparse.Namespace, settings: Settings, result: CheckResult, rules,
+         targets: List[Dict]) -> int:
+    fmt = args.format or settings.output_format or "text"
+    color = fmt == "text" and not args.output and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    text = render(fmt, result, rules=rules, targets=targets, color=color,
+                  statistics=getattr(args, "statistics", False))
+    if args.output:
+        write_atomic(args.output, text)
+    else:
+        sys.stdout.write(text)
+    failed = bool(result.all_findings() or result.errors) or any(
+        t.get("failed") for t in targets)
+    return 0 if args.exit_zero or not failed else 1
+
+
+def cmd_rule(args: argparse.Namespace) -> int:
+    import json
+
+    from shapelint.registry import all_rules
+
+    rules = all_rules()
+    if args.all or not args.code:
+        if args.format == "json":
+            print(json.dumps([r.describe() for r in rules.values()], indent=2))
+        else:
+            for code, r in rules.items():
+                off = "" if r.default_enabled else "  (off by default)"
+                print(f"{code}  {r.name:<30} {r.summary}{off}")
+        return 0
+    code = args.code.upper()
+    if code not in rules:
+        from shapelint.config import _closest
+
+        print(f"shapelint: error: unknown rule `{args.code}`{_closest(code, list(rules))}",
+              file=sys.stderr)
+        return 2
+    r = rules[code]
+    if args.format == "json":
+        print(json.dumps(dict(r.describe(), documentation=r.documentation()), indent=2))
+        return 0
+    print(f"# {r.name} ({r.code})\n")
+    print(f"{r.summary}. Severity: {r.severity}. Confirmed at run time by: "
+          f"{', '.join(r.evidence) or 'n/a'}"
+          + (f" (graph-break registry {', '.join(r.registry_ids)})" if r.registry_ids else "")
+          + ("" if r.default_enabled else ". Off by default.") + "\n")
+    print(r.documentation())
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,203 @@
+"""Configuration: ``[tool.shapelint]`` in pyproject.toml or a ``shapelint.toml`` (same keys).
+
+The nearest file wins (searching up from the first path checked); command-line flags override
+it. An unknown key, a wrong type or an unknown rule code is a ConfigError that names the file,
+the key and the closest valid name: a typo must never silently disable a check.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.9/3.10 only
+    import tomli as tomllib
+
+CONFIG_FILES = ("shapelint.toml", ".shapelint.toml", "pyproject.toml")
+
+
+class ConfigError(Exception):
+    """A configuration problem; the CLI exits 2 with this message."""
+
+
+TARGET_KEYS = {
+    "name": str, "model": str, "inputs": str, "batch-sizes": list, "seq-lens": list,
+    "dynamic": (str, bool), "backend": str, "device": str, "max-compiles": int, "mode": str,
+    "fullgraph": bool, "timeout": (int, float), "check-paths": list,
+}
+
+
+@dataclass
+class Settings:
+    """Resolved settings for one run."""
+
+    select: Tuple[str, ...] = ()
+    ignore: Tuple[str, ...] = ()
+    extend_select: Tuple[str, ...] = ()
+    per_file_ignores: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
+    exclude: Tuple[str, ...] = ()
+    extend_exclude: Tuple[str, ...] = ()
+    entry_points: Tuple[str, ...] = ()
+    module_forward: bool = True
+    scalar_arg_names: Tuple[str, ...] = ()
+    rule_paths: Tuple[str, ...] = ()
+    cache_dir: str = ".shapelint_cache"
+    output_format: str = "text"
+    targets: List[Dict[str, Any]] = field(default_factory=list)
+    config_path: Optional[str] = None
+    base_dir: str = "."
+
+    def fingerprint(self) -> str:
+        """What changes findings: part of the cache key."""
+        parts = [self.select, self.ignore, self.extend_select, sorted(self.per_file_ignores.items()),
+                 self.entry_points, self.module_forward, self.scalar_arg_names, self.rule_paths]
+        return repr(parts)
+
+
+# key -> (Settings attribute, type, element type)
+KEYS: Dict[str, Tuple[str, type, Optional[type]]] = {
+    "select": ("select", list, str),
+    "ignore": ("ignore", list, str),
+    "extend-select": ("extend_select", list, str),
+    "per-file-ignores": ("per_file_ignores", dict, list),
+    "exclude": ("exclude", list, str),
+    "extend-exclude": ("extend_exclude", list, str),
+    "entry-points": ("entry_points", list, str),
+    "module-forward": ("module_forward", bool, None),
+    "scalar-arg-names": ("scalar_arg_names", list, str),
+    "rule-paths": ("rule_paths", list, str),
+    "cache-dir": ("cache_dir", str, None),
+    "output-format": ("output_format", str, None),
+    "targets": ("targets", list, dict),
+}
+
+
+def _closest(word: str, choices: Sequence[str]) -> str:
+    match = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.5)
+    return f" (did you mean `{match[0]}`?)" if match else ""
+
+
+def find_config(start: str) -> Optional[str]:
+    """Nearest shapelint.toml, or pyproject.toml that has a [tool.shapelint] table."""
+    d = os.path.abspath(start if os.path.isdir(start) else os.path.dirname(start) or ".")
+    while True:
+        for name in CONFIG_FILES:
+            p = os.path.join(d, name)
+            if os.path.isfile(p):
+                if name != "pyproject.toml":
+                    return p
+                try:
+                    with open(p, "rb") as fh:
+                        if "shapelint" in tomllib.load(fh).get("tool", {}):
+                            return p
+                except (OSError, tomllib.TOMLDecodeError):
+                    continue
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+
+
+def load_table(path: str) -> Dict[str, Any]:
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
+    if os.path.basename(path) == "pyproject.toml":
+        data = data.get("tool", {}).get("shapelint", {})
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: [tool.shapelint] must be a table")
+    return data
+
+
+def validate(data: Dict[str, Any], path: str, known_codes: Sequence[str]) -> Settings:
+    settings = Settings(config_path=path, base_dir=os.path.dirname(os.path.abspath(path)))
+    where = "[tool.shapelint]" if path.endswith("pyproject.toml") else ""
+    for key, value in data.items():
+        if key not in KEYS:
+            raise ConfigError(f"{path}: unknown key `{key}`{(' in ' + where) if where else ''}"
+                              f"{_closest(key, list(KEYS))}")
+        attr, typ, elem = KEYS[key]
+        if not isinstance(value, typ):
+            raise ConfigError(f"{path}: `{key}` must be a {typ.__name__}, got {type(value).__name__}")
+        if typ is list and elem is not None and not all(isinstance(v, elem) for v in value):
+            raise ConfigError(f"{path}: every item of `{key}` must be a {elem.__name__}")
+        if key == "per-file-ignores":
+            value = {str(k): tuple(v) for k, v in value.items()}
+            for codes in value.values():
+                check_codes(codes, known_codes, f"{path}: per-file-ignores")
+        elif key == "targets":
+            value = [validate_target(t, path, i) for i, t in enumerate(value)]
+        elif typ is list:
+            value = tuple(value)
+        if key in ("select", "ignore", "extend-select"):
+            check_codes(value, known_codes, f"{path}: `{key}`")
+        setattr(settings, attr, value)
+    return settings
+
+
+def validate_target(t: Dict[str, Any], path: str, index: int) -> Dict[str, Any]:
+    label = f"{path}: targets[{index}]"
+    for key, value in t.items():
+        if key not in TARGET_KEYS:
+            raise ConfigError(f"{label}: unknown key `{key}`{_closest(key, list(TARGET_KEYS))}")
+        if not isinstance(value, TARGET_KEYS[key]):  # type: ignore[arg-type]
+            raise ConfigError(f"{label}: `{key}` has the wrong type ({type(value).__name__})")
+    for required in ("model", "inputs"):
+        if required not in t:
+            raise ConfigError(f"{label}: `{required}` is required")
+    out = dict(t)
+    out.setdefault("name", t["model"].split(":")[-1])
+    out["_base_dir"] = os.path.dirname(os.path.abspath(path))
+    return out
+
+
+def check_codes(codes: Sequence[str], known: Sequence[str], label: str) -> None:
+    for code in codes:
+        if code == "ALL":
+            continue
+        if not any(k.startswith(code) for k in known):
+            raise ConfigError(f"{label}: unknown rule code `{code}`{_closest(code, list(known))}")
+
+
+def load_settings(start: str, known_codes: Sequence[str],
+                  explicit: Optional[str] = None) -> Settings:
+    path = explicit or find_config(start)
+    if path is None:
+        return Settings()
+    if explicit and not os.path.isfile(explicit):
+        raise ConfigError(f"{explicit}: no such config file")
+    return validate(load_table(path), path, known_codes)
+
+
+def resolve_codes(known: Sequence[str], defaults: Sequence[str], select: Sequence[str],
+                  extend_select: Sequence[str], ignore: Sequence[str]) -> List[str]:
+    """ruff's selection: select (or the defaults), plus extend-select, minus ignore; the
+    longest matching prefix decides when select and ignore overlap."""
+
+    def matches(code: str, prefixes: Sequence[str]) -> int:
+        best = -1
+        for p in prefixes:
+            if p == "ALL":
+                best = max(best, 0)
+            elif code.startswith(p):
+                best = max(best, len(p))
+        return best
+
+    base = list(select) if select else list(defaults)
+    chosen = []
+    for code in known:
+        sel = max(matches(code, base) if select else (0 if code in defaults else -1),
+                  matches(code, extend_select))
+        ign = matches(code, ignore)
+        if sel >= 0 and sel > ign:
+            chosen.append(code)
+    return chosen

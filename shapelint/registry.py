@@ -1,0 +1,74 @@
+"""Finding rules: the built-in catalogue (``rules/``, installed as ``shapelint.rules``) and
+users' own rule folders (config key ``rule-paths``). Both go through the same loader."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import os
+import pkgutil
+import sys
+from typing import Dict, Iterable, List, Type
+
+from shapelint.api import Rule
+
+
+class RuleLoadError(Exception):
+    pass
+
+
+def _rules_in(module: object) -> List[Type[Rule]]:
+    out = []
+    for _, obj in inspect.getmembers(module, inspect.isclass):
+        if issubclass(obj, Rule) and obj is not Rule and obj.code and \
+                obj.__module__ == getattr(module, "__name__", None):
+            out.append(obj)
+    return out
+
+
+def builtin_rules() -> List[Type[Rule]]:
+    import shapelint.rules as pkg
+
+    found: List[Type[Rule]] = []
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
+        if info.name.startswith("_"):
+            continue
+        found.extend(_rules_in(importlib.import_module(f"{pkg.__name__}.{info.name}")))
+    return found
+
+
+def load_rule_paths(paths: Iterable[str], base_dir: str = ".") -> List[Type[Rule]]:
+    """Rules from ``.py`` files in the given folders (or files). These are the user's own
+    linter plugins, imported like any plugin; the analysed code itself is never imported."""
+    found: List[Type[Rule]] = []
+    for entry in paths:
+        full = entry if os.path.isabs(entry) else os.path.join(base_dir, entry)
+        files = [full] if os.path.isfile(full) else sorted(
+            os.path.join(full, f) for f in os.listdir(full)
+            if f.endswith(".py") and not f.startswith("_")) if os.path.isdir(full) else None
+        if files is None:
+            raise RuleLoadError(f"rule-paths: `{entry}` is neither a folder nor a file")
+        for f in files:
+            name = "shapelint_user_rules." + os.path.splitext(os.path.basename(f))[0]
+            spec = importlib.util.spec_from_file_location(name, f)
+            if spec is None or spec.loader is None:
+                raise RuleLoadError(f"rule-paths: cannot load {f}")
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules[name] = mod
+            try:
+                spec.loader.exec_module(mod)
+            except Exception as exc:  # a user's rule file is arbitrary code
+                raise RuleLoadError(f"rule-paths: {f} failed to import: {exc!r}") from exc
+            found.extend(_rules_in(mod))
+    return found
+
+
+def all_rules(rule_paths: Iterable[str] = (), base_dir: str = ".") -> Dict[str, Type[Rule]]:
+    rules: Dict[str, Type[Rule]] = {}
+    for r in builtin_rules() + load_rule_paths(rule_paths, base_dir):
+        if r.code in rules and rules[r.code] is not r:
+            raise RuleLoadError(f"rule code {r.code} is defined twice "
+                                f"({rules[r.code].__module__} and {r.__module__})")
+        rules[r.code] = r
+    return dict(sorted(rules.items()))

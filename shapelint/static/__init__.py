@@ -1,0 +1,1 @@
+"""Static pass: libcst parse, project index, dataflow, rules. Never imports torch."""

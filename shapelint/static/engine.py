@@ -1,0 +1,332 @@
+"""The static pass: files -> parsed modules -> compiled regions -> rules -> findings.
+
+Never imports torch or the analysed code. Only files that may hold a compiled region, and
+the files they import, are parsed (libcst is ~10x slower than ``ast``; most files of a large
+tree never need it). Results are cached by content hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple, Type
+
+import libcst as cst
+
+from shapelint import __version__, api
+from shapelint.api import Rule
+from shapelint.config import Settings
+from shapelint.finding import CheckResult, FileError, Finding, Location, relpath
+from shapelint.static import files as files_mod
+from shapelint.static.flow import Analyzer, FunctionContext
+from shapelint.static.project import (REGION_HINT, FunctionInfo, ModuleInfo, Project)
+from shapelint.static.suppress import Suppressions
+
+UNUSED_SUPPRESSION = "SL001"
+PARSE_ERROR = "SL000"
+
+
+class Engine(api.ReportSink):
+    """One static run over a set of paths."""
+
+    def __init__(self, rules: Dict[str, Type[Rule]], enabled: Sequence[str],
+                 settings: Optional[Settings] = None) -> None:
+        self.settings = settings or Settings()
+        self.enabled = set(enabled)
+        self.rule_classes = rules
+        self.rules = [rules[c](self) for c in sorted(self.enabled) if c in rules]
+        self._hooks: Dict[str, List] = {}
+        for r in self.rules:
+            for hook in ("on_condition", "on_call", "on_iteration", "on_format", "on_subscript",
+                         "on_state_write", "on_name_use", "on_binary_op"):
+                impl = getattr(type(r), hook)
+                if impl is not getattr(Rule, hook):
+                    self._hooks.setdefault(hook, []).append(getattr(r, hook))
+        self._findings: Dict[Tuple, Finding] = {}
+        self._suppressions: Dict[str, Suppressions] = {}
+        self.project = Project()
+        self.analyzer: Optional[Analyzer] = None
+
+    # -- ReportSink -----------------------------------------------------------------------------
+    def report(self, rule: Rule, fn: FunctionContext, node: cst.CSTNode, message: str,
+               hint: str) -> None:
+        line, col, end_line, end_col = fn.module.position(node)
+        key = (rule.code, fn.path, line, col)
+        if key in self._findings:
+            return
+        self._findings[key] = Finding(
+            rule=rule.code, name=rule.name, location=Location(fn.path, line, col, end_line, end_col),
+            message=message, severity=rule.severity, symbol=fn.symbol, evidence=tuple(rule.evidence),
+            hint=hint, registry_ids=tuple(rule.registry_ids),
+            source_line=fn.module.line_text(line).strip())
+
+    def is_called_by_region(self, qualname: str) -> bool:
+        """Whether another analysed function calls ``qualname`` (so it is not a root entry)."""
+        g = self.analyzer.graph if self.analyzer else None
+        return bool(g is not None and qualname in g and
+                    any(p != qualname for p in g.predecessors(qualname)))
+
+    def _dispatch(self, hook: str, site: api.Site) -> None:
+        for fn in self._hooks.get(hook, ()):
+            fn(site)
+
+    # -- the run --------------------------------------------------------------------------------
+    def check(self, paths: Sequence[str], root: Optional[str] = None,
+              use_cache: bool = True) -> CheckResult:
+        exclude = tuple(self.settings.exclude) + tuple(self.settings.extend_exclude)
+        exclude = tuple(_anchor(p, self.settings.base_dir) for p in exclude)
+        found, errors = files_mod.discover(paths, exclude)
+        result = CheckResult(errors=list(errors))
+        sources = []
+        for f in found:
+            src = files_mod.read_source(f)
+            if isinstance(src, FileError):
+                result.errors.append(src)
+            else:
+                sources.append(src)
+        result.files_checked = len(found)
+
+        cache_key = self._cache_key(sources)
+        if use_cache:
+            cached = self._cache_load(cache_key)
+            if cached is not None:
+                cached.errors = result.errors + cached.errors
+                cached.files_checked = result.files_checked
+                return cached
+
+        # which files to parse: those that may hold a region, then what they import
+        index = _module_index(root or files_mod.common_root(list(paths)) or ".", found)
+        by_abs = {s.abspath: s for s in sources}
+        todo = [s for s in sources if REGION_HINT.search(s.text)]
+        parse_errors: List[FileError] = []
+        seen: Set[str] = set()
+        while todo:
+            src = todo.pop()
+            if src.abspath in seen:
+                continue
+            seen.add(src.abspath)
+            mod = self._parse(src, parse_errors)
+            if mod is None:
+                continue
+            self.project.add(mod)
+            for target in set(mod.imports.values()):
+                for candidate in _import_candidates(target, mod, index):
+                    if candidate in seen:
+                        continue
+                    other = by_abs.get(candidate) or files_mod.read_source(candidate)
+                    if isinstance(other, files_mod.SourceFile):
+                        todo.append(other)
+        # files never parsed with libcst still get a syntax check, at the cost of ast.parse
+        for src in sources:
+            if src.abspath not in seen:
+                err = _syntax_error(src)
+                if err is not None:
+                    parse_errors.append(err)
+        result.errors.extend(parse_errors)
+
+        self.analyzer = Analyzer(self.project, self._dispatch, self.settings.scalar_arg_names)
+        for entry in self._entries():
+            self.analyzer.analyze_entry(entry)
+        for r in self.rules:
+            r.on_finish()
+
+        reported = {s.abspath for s in sources}
+        result.findings = self._filter(reported)
+        result.unused_suppressions = self._unused(reported)
+        result.findings.sort(key=Finding.sort_key)
+        result.errors.sort(key=lambda e: (e.path, e.line))
+        if use_cache:
+            self._cache_store(cache_key, result, exclude_errors=errors)
+        return result
+
+    def _parse(self, src: files_mod.SourceFile, errors: List[FileError]) -> Optional[ModuleInfo]:
+        try:
+            tree = cst.parse_module(src.text)
+        except cst.ParserSyntaxError as exc:
+            errors.append(FileError(src.path, exc.raw_line, exc.raw_column + 1,
+                                    f"syntax error: {exc.message}"))
+            return None
+        except RecursionError:
+            errors.append(FileError(src.path, 1, 1, "file is too deeply nested to parse"))
+            return None
+        try:
+            return ModuleInfo(src, tree)
+        except RecursionError:
+            errors.append(FileError(src.path, 1, 1, "file is too deeply nested to analyse"))
+            return None
+
+    def _entries(self) -> List[FunctionInfo]:
+        """Compiled regions: nn.Module forwards, torch.compile'd functions, configured names."""
+        out: List[FunctionInfo] = []
+        extra = set(self.settings.entry_points)
+        for mod in sorted(self.project.all_modules(), key=lambda m: m.path):
+            for fn in mod.functions.values():
+                if any(d in ("torch.compile", "torch.compiler.compile") for d in fn.decorators) \
+                        or fn.name in mod.compile_targets or fn.name in extra \
+                        or fn.qualname in extra:
+                    out.append(fn)
+            for cls in mod.classes.values():
+                is_module = self.project.is_nn_module(cls)
+                for m in cls.methods.values():
+                    wanted = (m.name == "forward" and is_module and self.settings.module_forward) \
+                        or m.symbol in extra or m.qualname in extra \
+                        or any(d in ("torch.compile",) for d in m.decorators)
+                    if wanted:
+                        out.append(m)
+        return out
+
+    def _filter(self, reported: Set[str]) -> List[Finding]:
+        out = []
+        for f in self._findings.values():
+            abspath = os.path.abspath(f.path)
+            if abspath not in reported:
+                continue
+            if self._suppressed(f.rule, abspath, f.line) or self._file_ignored(f):
+                continue
+            out.append(f)
+        return out
+
+    def _sup(self, abspath: str) -> Suppressions:
+        if abspath not in self._suppressions:
+            mod = self.project.by_path.get(abspath)
+            text = mod.source.text if mod else ""
+            self._suppressions[abspath] = Suppressions(text)
+        return self._suppressions[abspath]
+
+    def _suppressed(self, code: str, abspath: str, line: int) -> bool:
+        return self._sup(abspath).suppresses(code, line)
+
+    def _file_ignored(self, f: Finding) -> bool:
+        import fnmatch
+
+        for pattern, codes in self.settings.per_file_ignores.items():
+            pat = _anchor(pattern, self.settings.base_dir)
+            if fnmatch.fnmatch(os.path.abspath(f.path), pat) or fnmatch.fnmatch(f.path, pattern):
+                if any(c == "ALL" or f.rule.startswith(c) for c in codes):
+                    return True
+        return False
+
+    def _unused(self, reported: Set[str]) -> List[Finding]:
+        if UNUSED_SUPPRESSION not in self.enabled:
+            return []
+        rule = self.rule_classes[UNUSED_SUPPRESSION]
+        out = []
+        for abspath in sorted(reported):
+            mod = self.project.by_path.get(abspath)
+            if mod is None:
+                continue
+            for sup, idle in self._sup(abspath).unused(self.enabled):
+                if self._suppressed(UNUSED_SUPPRESSION, abspath, sup.line):
+                    continue
+                out.append(Finding(
+                    rule=rule.code, name=rule.name,
+                    location=Location(mod.path, sup.line, sup.column),
+                    message=f"unused suppression: {', '.join(idle)} reported nothing on this line",
+                    severity=rule.severity, hint=rule.hint, source_line=mod.line_text(sup.line).strip()))
+        return out
+
+    # -- cache ----------------------------------------------------------------------------------
+    def _cache_key(self, sources: Iterable[files_mod.SourceFile]) -> str:
+        h = hashlib.sha256()
+        h.update(__version__.encode())
+        h.update(self.settings.fingerprint().encode())
+        h.update(",".join(sorted(self.enabled)).encode())
+        h.update(os.getcwd().encode())
+        for s in sorted(sources, key=lambda s: s.abspath):
+            h.update(s.abspath.encode())
+            h.update(s.digest.encode())
+        return h.hexdigest()[:32]
+
+    def _cache_path(self, key: str) -> str:
+        d = self.settings.cache_dir
+        if not os.path.isabs(d):
+            d = os.path.join(self.settings.base_dir, d)
+        return os.path.join(d, f"check-{key}.json")
+
+    def _cache_load(self, key: str) -> Optional[CheckResult]:
+        path = self._cache_path(key)
+        try:
+            with open(path, encoding="utf-8") as fh:
+                data = json.load(fh)  # plain JSON: nothing read back is executed
+            return CheckResult(
+                findings=[Finding.from_json(f) for f in data["findings"]],
+                errors=[FileError(**e) for e in data["errors"]],
+                unused_suppressions=[Finding.from_json(f) for f in data["unused"]])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def _cache_store(self, key: str, result: CheckResult, exclude_errors: List[FileError]) -> None:
+        path = self._cache_path(key)
+        data = {"version": __version__,
+                "findings": [dict(f.to_json(), source_line=f.source_line) for f in result.findings],
+                "errors": [e.to_json() for e in result.errors
+                           if e not in exclude_errors and not e.message.startswith("cannot read")
+                           and not e.message.startswith("file too large")
+                           and not e.message.startswith("cannot decode")
+                           and "NUL byte" not in e.message],
+                "unused": [dict(f.to_json(), source_line=f.source_line)
+                           for f in result.unused_suppressions]}
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            gitignore = os.path.join(os.path.dirname(path), ".gitignore")
+            if not os.path.exists(gitignore):
+                with open(gitignore, "w") as fh:
+                    fh.write("*\n")
+            tmp = f"{path}.{os.getpid()}.tmp"
+            with open(tmp, "w", encoding="utf-8") as fh:
+                json.dump(data, fh)
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a read-only tree still gets its findings
+
+
+def _syntax_error(src: files_mod.SourceFile) -> Optional[FileError]:
+    import ast
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(src.text, src.path)
+    except SyntaxError as exc:
+        return FileError(src.path, exc.lineno or 1, exc.offset or 1, f"syntax error: {exc.msg}")
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return FileError(src.path, 1, 1, f"cannot parse: {exc}")
+    return None
+
+
+def _anchor(pattern: str, base: str) -> str:
+    if os.path.isabs(pattern) or pattern.startswith("*"):
+        return pattern
+    return os.path.join(os.path.abspath(base), pattern)
+
+
+def _module_index(root: str, found: Sequence[str]) -> Dict[str, List[str]]:
+    """Dotted module name -> files, for every .py under ``root`` (listing only, no reading)."""
+    index: Dict[str, List[str]] = {}
+    root_files, _ = files_mod.discover([root]) if os.path.isdir(root) else ([], [])
+    for f in list(found) + root_files:
+        name, _ = files_mod.module_name_for(f)
+        lst = index.setdefault(name, [])
+        if f not in lst:
+            lst.append(f)
+    return index
+
+
+def _import_candidates(target: str, mod: ModuleInfo, index: Dict[str, List[str]]) -> List[str]:
+    """Files an import may refer to: the module itself, or the package of ``from x import y``."""
+    out: List[str] = []
+    parts = target.split(".")
+    for cut in (len(parts), len(parts) - 1):
+        if cut <= 0:
+            continue
+        name = ".".join(parts[:cut])
+        files = index.get(name, [])
+        same_root = [f for f in files if files_mod.module_name_for(f)[1] == mod.root]
+        out.extend(same_root or files[:1])
+    return out
+
+
+def rel(path: str) -> str:
+    return relpath(path)

@@ -1,0 +1,132 @@
+"""Finding and reading Python files: excludes, symlink loops, encodings, oversized files.
+
+Every failure becomes a FileError with a location; the run goes on with the other files.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import io
+import os
+import tokenize
+from dataclasses import dataclass
+from typing import Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+
+from shapelint.finding import FileError, relpath
+
+#: Files above this are reported, not parsed: libcst on a 50 MB file takes minutes.
+MAX_FILE_BYTES = 8 * 1024 * 1024
+
+DEFAULT_EXCLUDES = (".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__",
+                    "build", "dist", "node_modules", ".mypy_cache", ".pytest_cache",
+                    ".ruff_cache", ".shapelint_cache", "site-packages", ".eggs")
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: str  # as shown to the user (relative to cwd when under it)
+    abspath: str
+    text: str
+    digest: str
+
+
+def _excluded(path: str, patterns: Sequence[str]) -> bool:
+    rel = relpath(path)
+    name = os.path.basename(path)
+    for pat in patterns:
+        pat = pat.rstrip("/")
+        if fnmatch.fnmatch(name, pat) or fnmatch.fnmatch(rel, pat) \
+                or fnmatch.fnmatch(os.path.abspath(path), pat) \
+                or fnmatch.fnmatch(rel, pat + "/*") or fnmatch.fnmatch(rel, "*/" + pat + "/*"):
+            return True
+    return False
+
+
+def discover(paths: Iterable[str], exclude: Sequence[str] = ()) -> Tuple[List[str], List[FileError]]:
+    """Python files under ``paths`` (files named explicitly are always kept)."""
+    patterns = tuple(DEFAULT_EXCLUDES) + tuple(exclude)
+    found: List[str] = []
+    errors: List[FileError] = []
+    seen_dirs: set = set()
+    for root in paths:
+        if os.path.isfile(root):
+            found.append(os.path.abspath(root))
+            continue
+        if not os.path.exists(root):
+            errors.append(FileError(relpath(root), 1, 1, "no such file or directory"))
+            continue
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=True,
+                                                    onerror=lambda e: errors.append(
+                                                        FileError(relpath(e.filename or root), 1, 1,
+                                                                  f"cannot list directory: {e.strerror}"))):
+            real = os.path.realpath(dirpath)
+            if real in seen_dirs:  # a symlink loop, or the same tree twice
+                dirnames[:] = []
+                continue
+            seen_dirs.add(real)
+            dirnames[:] = sorted(d for d in dirnames
+                                 if not _excluded(os.path.join(dirpath, d), patterns))
+            for fname in sorted(filenames):
+                if fname.endswith((".py", ".pyi")) and not fname.endswith(".pyi"):
+                    full = os.path.join(dirpath, fname)
+                    if not _excluded(full, patterns):
+                        found.append(os.path.abspath(full))
+    # keep order, drop duplicates
+    return list(dict.fromkeys(found)), errors
+
+
+def read_source(abspath: str) -> Union[SourceFile, FileError]:
+    """Read and decode a file as Python would (PEP 263 cookie, UTF-8 default)."""
+    import hashlib
+
+    shown = relpath(abspath)
+    try:
+        size = os.path.getsize(abspath)
+        if size > MAX_FILE_BYTES:
+            return FileError(shown, 1, 1, f"file too large to analyse ({size / 1e6:.1f} MB > "
+                                          f"{MAX_FILE_BYTES / 1e6:.0f} MB); skipped")
+        with open(abspath, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        return FileError(shown, 1, 1, f"cannot read file: {exc.strerror or exc}")
+    if b"\x00" in raw:
+        line = raw[: raw.index(b"\x00")].count(b"\n") + 1
+        return FileError(shown, line, 1, "file contains a NUL byte; not Python source")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+        text = raw.decode(encoding)
+    except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
+        line = 1
+        if isinstance(exc, UnicodeDecodeError):
+            line = raw[: exc.start].count(b"\n") + 1
+        return FileError(shown, line, 1, f"cannot decode file: {exc}")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return SourceFile(shown, abspath, text, hashlib.sha256(raw).hexdigest())
+
+
+def iter_sources(files: Iterable[str]) -> Iterator[Union[SourceFile, FileError]]:
+    for f in files:
+        yield read_source(f)
+
+
+def module_name_for(abspath: str) -> Tuple[str, str]:
+    """(dotted module name, import root) for a file: walk up while ``__init__.py`` exists."""
+    directory, fname = os.path.split(abspath)
+    stem = fname[:-3]
+    parts: List[str] = [] if stem == "__init__" else [stem]
+    while os.path.isfile(os.path.join(directory, "__init__.py")):
+        directory, pkg = os.path.split(directory)
+        parts.insert(0, pkg)
+        if not pkg:
+            break
+    return ".".join(p for p in parts if p), directory
+
+
+def common_root(paths: Sequence[str]) -> Optional[str]:
+    if not paths:
+        return None
+    try:
+        return os.path.commonpath([os.path.abspath(p) for p in paths])
+    except ValueError:
+        return None

@@ -1,0 +1,74 @@
+"""Suppression comments: ``# noqa: SL101``, ``# shapelint: ignore[SL101]``, and a file-level
+``# shapelint: noqa``. Each suppression remembers whether it suppressed anything, so unused
+ones can be reported (SL001)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Set, Tuple
+
+NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z0-9]+(?:[\s,]+[A-Za-z0-9]+)*))?", re.I)
+IGNORE = re.compile(r"#\s*shapelint:\s*ignore(?:\[(?P<codes>[^\]]*)\])?")
+FILE_NOQA = re.compile(r"^\s*#\s*shapelint:\s*noqa\b(?::\s*(?P<codes>[A-Za-z0-9, ]+))?", re.M)
+
+
+@dataclass
+class Suppression:
+    line: int
+    column: int
+    codes: Optional[Tuple[str, ...]]  # None: every code
+    used: Set[str] = field(default_factory=set)
+
+    def covers(self, code: str) -> bool:
+        return self.codes is None or any(code.startswith(c) for c in self.codes)
+
+
+def _codes(raw: Optional[str]) -> Optional[Tuple[str, ...]]:
+    if not raw:
+        return None
+    return tuple(c.upper() for c in re.split(r"[\s,]+", raw.strip()) if c)
+
+
+class Suppressions:
+    """All suppressions of one file."""
+
+    def __init__(self, text: str) -> None:
+        self.by_line: Dict[int, List[Suppression]] = {}
+        self.file_level: List[Suppression] = []
+        if "noqa" not in text and "shapelint:" not in text:
+            return
+        for m in FILE_NOQA.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            self.file_level.append(Suppression(line, 1, _codes(m.group("codes"))))
+        for lineno, line in enumerate(text.splitlines(), 1):
+            if "#" not in line:
+                continue
+            if FILE_NOQA.match(line):
+                continue
+            for rx in (NOQA, IGNORE):
+                m = rx.search(line)
+                if m:
+                    self.by_line.setdefault(lineno, []).append(
+                        Suppression(lineno, m.start() + 1, _codes(m.group("codes"))))
+
+    def suppresses(self, code: str, line: int) -> bool:
+        hit = False
+        for s in self.file_level + self.by_line.get(line, []):
+            if s.covers(code):
+                s.used.add(code)
+                hit = True
+        return hit
+
+    def unused(self, enabled: Set[str]) -> List[Tuple[Suppression, List[str]]]:
+        """Suppressions naming enabled shapelint codes that suppressed nothing."""
+        out = []
+        for sups in self.by_line.values():
+            for s in sups:
+                if s.codes is None:
+                    continue
+                ours = [c for c in s.codes if c.startswith("SL") and c in enabled]
+                idle = [c for c in ours if c not in s.used]
+                if idle:
+                    out.append((s, idle))
+        return out

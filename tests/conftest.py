@@ -1,0 +1,57 @@
+"""Shared fixtures: a helper to run the static pass on a snippet tree, and the cases folder."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+from typing import Dict, List
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "bench"))
+
+from _cases import cases_dir  # noqa: E402
+
+
+def write_tree(root, files: Dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = os.path.join(str(root), rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(textwrap.dedent(text).lstrip("\n"))
+
+
+def check_tree(root, select=None, **settings_kw):
+    from shapelint.config import Settings, resolve_codes
+    from shapelint.registry import all_rules
+    from shapelint.static.engine import Engine
+
+    rules = all_rules()
+    defaults = [c for c, r in rules.items() if r.default_enabled]
+    enabled = resolve_codes(list(rules), defaults, select or [], [], [])
+    settings = Settings(**settings_kw)
+    return Engine(rules, enabled, settings).check([str(root)], root=str(root), use_cache=False)
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """``tree({"m.py": src})`` writes files and returns the findings as (file, line, rule)."""
+
+    def make(files: Dict[str, str], select=None, **kw) -> List[tuple]:
+        write_tree(tmp_path, files)
+        result = check_tree(tmp_path, select, **kw)
+        tree.result = result
+        return [(os.path.relpath(os.path.abspath(f.path), tmp_path), f.line, f.rule)
+                for f in result.all_findings()]
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def cases_root():
+    root = cases_dir()
+    if not os.path.isdir(root):
+        pytest.skip(f"labelled cases not found at {root} (set SHAPELINT_CASES)")
+    return root

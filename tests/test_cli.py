@@ -1,0 +1,167 @@
+"""The command line as users run it: exit codes, formats, config, suppressions."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import write_tree
+
+HAZARD = """
+import torch
+class M(torch.nn.Module):
+    def forward(self, x):
+        if x.shape[0] > 8:
+            return x * 2
+        return x
+"""
+CLEAN = """
+import torch
+class M(torch.nn.Module):
+    def forward(self, x):
+        return x.view(x.shape[0], -1) * 2
+"""
+
+
+def run(args, cwd, **kw):
+    return subprocess.run([sys.executable, "-m", "shapelint.cli", *args], cwd=str(cwd),
+                          capture_output=True, text=True, **kw)
+
+
+def test_exit_codes_and_text(tmp_path):
+    write_tree(tmp_path, {"clean/m.py": CLEAN, "bad/m.py": HAZARD})
+    ok = run(["check", "clean"], tmp_path)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "All checks passed" in ok.stdout
+    bad = run(["check", "bad", "--no-cache"], tmp_path)
+    assert bad.returncode == 1
+    assert "bad/m.py:4:12: SL101 [size-branch]" in bad.stdout
+    assert "help:" in bad.stdout
+    # the shorthand used by the pre-commit hook
+    assert run(["bad"], tmp_path).returncode == 1
+    assert run(["bad", "--exit-zero"], tmp_path).returncode == 0
+
+
+def test_json_contract(tmp_path):
+    write_tree(tmp_path, {"pkg/m.py": HAZARD, "pkg/broken.py": "def f(:\n    pass\n"})
+    res = run(["check", "pkg", "--format", "json", "--no-cache"], tmp_path)
+    assert res.returncode == 1
+    doc = json.loads(res.stdout)
+    assert set(doc) >= {"version", "files_checked", "findings", "errors"}
+    assert doc["files_checked"] == 2
+    f = doc["findings"][0]
+    assert {k: f[k] for k in ("rule", "path", "line", "column", "end_line", "end_column", "symbol")} == {
+        "rule": "SL101", "path": "pkg/m.py", "line": 4, "column": 12, "end_line": 4,
+        "end_column": 25, "symbol": "M.forward"}
+    assert f["evidence"] == ["recompile", "specialization"] and f["hint"] and f["severity"] == "warning"
+    assert "`x.shape[0]` (line 4)" in f["message"]
+    err = doc["errors"][0]
+    assert err["path"] == "pkg/broken.py" and err["line"] == 1 and "syntax error" in err["message"]
+
+
+def test_output_file_and_statistics(tmp_path):
+    write_tree(tmp_path, {"m.py": HAZARD})
+    res = run(["check", ".", "--statistics", "-o", "out.txt", "--no-cache"], tmp_path)
+    assert res.returncode == 1 and res.stdout == ""
+    text = (tmp_path / "out.txt").read_text()
+    assert "SL101  size-branch" in text
+
+
+def test_select_ignore_prefixes(tmp_path):
+    write_tree(tmp_path, {"m.py": HAZARD})
+    assert run(["check", ".", "--ignore", "SL1", "--no-cache"], tmp_path).returncode == 0
+    assert run(["check", ".", "--select", "SL2", "--no-cache"], tmp_path).returncode == 0
+    assert run(["check", ".", "--select", "ALL", "--ignore", "SL10", "--no-cache"],
+               tmp_path).returncode == 0
+    # the most specific selector wins, as in ruff
+    assert run(["check", ".", "--select", "ALL", "--ignore", "SL10", "--extend-select", "SL101",
+                "--no-cache"], tmp_path).returncode == 1
+    assert run(["check", ".", "--select", "SL1", "--no-cache"], tmp_path).returncode == 1
+
+
+def test_unknown_code_and_config_typos_exit_2(tmp_path):
+    write_tree(tmp_path, {"m.py": HAZARD})
+    res = run(["check", ".", "--select", "SL109x"], tmp_path)
+    assert res.returncode == 2 and "unknown rule code" in res.stderr
+    (tmp_path / "shapelint.toml").write_text('selct = ["SL1"]\n')
+    res = run(["check", "."], tmp_path)
+    assert res.returncode == 2
+    assert "shapelint.toml" in res.stderr and "`selct`" in res.stderr and "`select`" in res.stderr
+    (tmp_path / "shapelint.toml").write_text('ignore = ["SL9999"]\n')
+    res = run(["check", "."], tmp_path)
+    assert res.returncode == 2 and "SL9999" in res.stderr
+    (tmp_path / "shapelint.toml").write_text('ignore = "SL101"\n')
+    assert run(["check", "."], tmp_path).returncode == 2
+    (tmp_path / "shapelint.toml").write_text("")  # an empty config is fine
+    assert run(["check", ".", "--no-cache"], tmp_path).returncode == 1
+
+
+def test_pyproject_config_and_nearest_wins(tmp_path):
+    write_tree(tmp_path, {"sub/m.py": HAZARD})
+    (tmp_path / "pyproject.toml").write_text('[tool.shapelint]\nignore = ["SL101"]\n')
+    assert run(["check", "sub", "--no-cache"], tmp_path).returncode == 0
+    (tmp_path / "sub" / "shapelint.toml").write_text('ignore = []\n')
+    assert run(["check", "sub", "--no-cache"], tmp_path).returncode == 1
+    (tmp_path / "pyproject.toml").write_text('[tool.shapelint]\nunknown-key = 1\n')
+    res = run(["check", ".", "--no-cache"], tmp_path)
+    assert res.returncode == 2 and "[tool.shapelint]" in res.stderr
+
+
+def test_suppressions(tmp_path):
+    src = HAZARD.replace("if x.shape[0] > 8:", "if x.shape[0] > 8:  # noqa: SL101")
+    write_tree(tmp_path, {"a.py": src,
+                          "b.py": HAZARD.replace("if x.shape[0] > 8:", "if x.shape[0] > 8:  # shapelint: ignore[SL101]"),
+                          "c.py": "# shapelint: noqa\n" + HAZARD,
+                          "d.py": CLEAN.replace("* 2", "* 2  # noqa: SL101")})
+    res = run(["check", ".", "--format", "json", "--no-cache"], tmp_path)
+    doc = json.loads(res.stdout)
+    got = [(f["path"], f["rule"]) for f in doc["findings"]]
+    assert got == [("d.py", "SL001")], got
+    assert "SL101" in doc["findings"][0]["message"]
+
+
+def test_per_file_ignores(tmp_path):
+    write_tree(tmp_path, {"tests/m.py": HAZARD, "src/m.py": HAZARD})
+    (tmp_path / "shapelint.toml").write_text('per-file-ignores = { "tests/*" = ["SL1"] }\n')
+    doc = json.loads(run(["check", ".", "--format", "json", "--no-cache"], tmp_path).stdout)
+    assert [f["path"] for f in doc["findings"]] == ["src/m.py"]
+    res = run(["check", ".", "--per-file-ignores", "src/*:SL101", "--no-cache"], tmp_path)
+    assert res.returncode == 0
+
+
+def test_rule_docs(tmp_path):
+    res = run(["rule", "SL101"], tmp_path)
+    assert res.returncode == 0
+    for section in ("What it does", "Why is this bad?", "Example", "Use instead"):
+        assert section in res.stdout
+    listing = run(["rule", "--all"], tmp_path).stdout
+    assert "SL101" in listing and "SL401" in listing and "off by default" in listing
+    bad = run(["rule", "SL10"], tmp_path)
+    assert bad.returncode == 2 and "did you mean" in bad.stderr
+
+
+def test_bad_files_are_reported_not_fatal(tmp_path):
+    write_tree(tmp_path, {"ok.py": HAZARD})
+    (tmp_path / "nul.py").write_bytes(b"x = 1\n\x00\n")
+    (tmp_path / "latin.py").write_bytes(b"s = '\xff\xfe'\n")
+    os.symlink(str(tmp_path), str(tmp_path / "loop"))
+    res = run(["check", ".", "--format", "json", "--no-cache"], tmp_path, timeout=60)
+    doc = json.loads(res.stdout)
+    assert res.returncode == 1
+    msgs = {e["path"]: e["message"] for e in doc["errors"]}
+    assert "NUL" in msgs["nul.py"] and "decode" in msgs["latin.py"]
+    assert [f["path"] for f in doc["findings"]] == ["ok.py"]
+
+
+def test_cache_round_trip(tmp_path):
+    write_tree(tmp_path, {"m.py": HAZARD})
+    first = run(["check", ".", "--format", "json"], tmp_path).stdout
+    assert any(p.name.startswith("check-") for p in (tmp_path / ".shapelint_cache").iterdir())
+    second = run(["check", ".", "--format", "json"], tmp_path).stdout
+    assert first == second
+    (tmp_path / "m.py").write_text(CLEAN)
+    assert run(["check", ".", "--format", "json"], tmp_path).returncode == 0
