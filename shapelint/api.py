@@ -270,6 +270,8 @@ class Rule:
     hint: ClassVar[str] = ""
     #: off unless selected (``--select`` / ``extend-select``); for rules that are noisy
     default_enabled: ClassVar[bool] = True
+    #: reported only by the harness (events no static rule predicted); no static hooks
+    runtime_only: ClassVar[bool] = False
     VALID: ClassVar[Sequence[str]] = ()
     INVALID: ClassVar[Sequence[str]] = ()
 
@@ -317,7 +319,7 @@ class Rule:
         return {"code": cls.code, "name": cls.name, "summary": cls.summary,
                 "severity": cls.severity, "evidence": list(cls.evidence),
                 "registry_ids": list(cls.registry_ids), "hint": cls.hint,
-                "default_enabled": cls.default_enabled}
+                "default_enabled": cls.default_enabled, "runtime_only": cls.runtime_only}
 
 
 class ReportSink:

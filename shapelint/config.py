@@ -28,7 +28,8 @@ class ConfigError(Exception):
 TARGET_KEYS = {
     "name": str, "model": str, "inputs": str, "batch-sizes": list, "seq-lens": list,
     "dynamic": (str, bool), "backend": str, "device": str, "max-compiles": int, "mode": str,
-    "fullgraph": bool, "timeout": (int, float), "check-paths": list,
+    "fullgraph": bool, "timeout": (int, float), "check-paths": list, "no-grad": bool,
+    "memory-limit-mb": int,
 }
 
 

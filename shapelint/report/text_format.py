@@ -54,16 +54,42 @@ def _target_lines(t) -> List[str]:
     if t.get("error"):
         out.append(f"  error: {t['error']}")
     for row in t.get("per_shape", []):
-        shape = f"batch={row['batch']}" + (f" seq_len={row['seq_len']}" if row.get("seq_len") is not None else "")
-        status = f" error: {row['error']}" if row.get("error") else ""
-        out.append(f"  {shape:<24} new compiles: {row['new_compiles']}{status}")
+        status = f"  error: {row['error']}" if row.get("error") else ""
+        graphs = f", CUDA graph recordings: {row['cudagraph_recordings']}" \
+            if row.get("cudagraph_recordings") is not None else ""
+        out.append(f"  {shape_text(row):<24} new compiles: {row['new_compiles']}{graphs}{status}")
     for r in t.get("recompiles", []):
-        where = f"{r['path']}:{r['line']}" if r.get("path") else "(no user line)"
-        out.append(f"  recompile at {r['shape']}: {where}  {r['reason']}")
+        where = f"{r['path']}:{r['line']}" if r.get("path") else r.get("note") or "(no user line)"
+        frame = f" in {r['frame']}" if r.get("frame") else ""
+        confirms = f"  [predicted by {', '.join(r['confirms'])}]" if r.get("confirms") else ""
+        out.append(f"  recompile at {shape_text(r.get('shape'))}{frame}: {r['reason']}")
+        out.append(f"      -> {where}{confirms}")
+        if r.get("source"):
+            out.append(f"         | {r['source']}")
     for s in t.get("specializations", []):
-        out.append(f"  specialization: {s['path']}:{s['line']}  {s.get('symbol', '')} = "
-                   f"{s.get('value', '')} ({s.get('reason', '')})")
+        out.append(f"  specialization at {shape_text(s.get('shape'))}: "
+                   f"{', '.join(s.get('sources') or [])} = {s.get('value', '')} ({s.get('reason', '')})")
+        out.append(f"      -> {s.get('path')}:{s.get('line')}")
     for g in t.get("graph_breaks", []):
-        out.append(f"  graph break: {g['path']}:{g['line']}  {g['reason']} "
-                   f"{'(' + g['registry_id'] + ')' if g.get('registry_id') else ''}")
+        rid = f" ({g['registry_id']})" if g.get("registry_id") else ""
+        confirms = f"  [predicted by {', '.join(g['confirms'])}]" if g.get("confirms") else ""
+        out.append(f"  graph break at {shape_text(g.get('shape'))}: {g['reason']}{rid}")
+        out.append(f"      -> {g.get('path')}:{g.get('line')}{confirms}")
+        if g.get("source"):
+            out.append(f"         | {g['source']}")
+    for e in t.get("compile_errors", []):
+        out.append(f"  compile error at {shape_text(e.get('shape'))}: {e['message']}")
+        if e.get("path"):
+            out.append(f"      -> {e['path']}:{e['line']}")
+    if t.get("problems"):
+        out.append(f"  FAILED: {'; '.join(t['problems'])}")
     return out
+
+
+def shape_text(shape) -> str:
+    if not shape:
+        return "?"
+    s = f"batch={shape.get('batch')}"
+    if shape.get("seq_len") is not None:
+        s += f" seq_len={shape['seq_len']}"
+    return s

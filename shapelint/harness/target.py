@@ -1,0 +1,123 @@
+"""What to replay: a target's spec, and loading ``pkg.module:attr`` / ``path/file.py:attr``.
+
+Loading runs the user's model code, so it happens only inside the worker subprocess.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Dict, List, Optional
+
+DEFAULT_BATCHES = [1, 2, 3, 4, 8, 17]
+
+
+class TargetError(Exception):
+    """A target that cannot be described or loaded; reported per target."""
+
+
+@dataclass
+class TargetSpec:
+    name: str
+    model: str
+    inputs: str
+    batch_sizes: List[int] = field(default_factory=lambda: list(DEFAULT_BATCHES))
+    seq_lens: Optional[List[int]] = None
+    dynamic: str = "auto"  # auto | true | false | mark
+    backend: str = "eager"
+    device: str = "auto"
+    mode: Optional[str] = None
+    fullgraph: bool = False
+    max_compiles: Optional[int] = None
+    timeout: float = 300.0
+    base_dir: str = "."
+    check_paths: List[str] = field(default_factory=list)
+    memory_limit_mb: Optional[int] = None
+    no_grad: bool = False
+
+    def to_json(self) -> Dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_config(cls, table: Dict[str, Any]) -> "TargetSpec":
+        dyn = table.get("dynamic", "auto")
+        dyn = {True: "true", False: "false"}.get(dyn, dyn)
+        if dyn not in ("auto", "true", "false", "mark"):
+            raise TargetError(f"target {table.get('name')}: dynamic must be auto, true, false or "
+                              f"mark, not {dyn!r}")
+        batches = table.get("batch-sizes", DEFAULT_BATCHES)
+        if not batches or not all(isinstance(b, int) and b > 0 for b in batches):
+            raise TargetError(f"target {table.get('name')}: batch-sizes must be positive ints")
+        return cls(name=table.get("name") or table["model"].split(":")[-1],
+                   model=table["model"], inputs=table["inputs"], batch_sizes=list(batches),
+                   seq_lens=table.get("seq-lens"), dynamic=dyn,
+                   backend=table.get("backend", "eager"), device=table.get("device", "auto"),
+                   mode=table.get("mode"), fullgraph=bool(table.get("fullgraph", False)),
+                   max_compiles=table.get("max-compiles"), timeout=float(table.get("timeout", 300)),
+                   base_dir=table.get("_base_dir", "."), check_paths=list(table.get("check-paths", [])),
+                   memory_limit_mb=table.get("memory-limit-mb"), no_grad=bool(table.get("no-grad", False)))
+
+    def shapes(self) -> List[Dict[str, Optional[int]]]:
+        seqs: List[Optional[int]] = list(self.seq_lens) if self.seq_lens else [None]
+        return [{"batch": b, "seq_len": s} for b in self.batch_sizes for s in seqs]
+
+
+def split_ref(ref: str) -> tuple:
+    """``'pkg.mod:attr'`` or ``'path/to/file.py:attr'`` -> (module-or-path, attr)."""
+    if ":" not in ref:
+        raise TargetError(f"`{ref}`: expected `pkg.module:attr` or `path/file.py:attr`")
+    mod, _, attr = ref.rpartition(":")
+    if not mod or not attr:
+        raise TargetError(f"`{ref}`: expected `pkg.module:attr` or `path/file.py:attr`")
+    return mod, attr
+
+
+def source_file(ref: str, base_dir: str = ".") -> Optional[str]:
+    """The file a reference points into, without importing it (for the static join)."""
+    mod, _ = split_ref(ref)
+    if mod.endswith(".py"):
+        path = mod if os.path.isabs(mod) else os.path.join(base_dir, mod)
+        return os.path.abspath(path)
+    for root in [base_dir, os.getcwd()] + [p for p in sys.path if p]:
+        base = os.path.join(root, *mod.split("."))
+        for cand in (base + ".py", os.path.join(base, "__init__.py")):
+            if os.path.isfile(cand):
+                return os.path.abspath(cand)
+    try:
+        spec = importlib.util.find_spec(mod)
+    except (ImportError, ValueError):
+        return None
+    return spec.origin if spec and spec.origin and spec.origin.endswith(".py") else None
+
+
+def load(ref: str, base_dir: str = ".") -> Callable[..., Any]:
+    """Import the object a reference names (runs user code: call only in the worker)."""
+    mod, attr = split_ref(ref)
+    if mod.endswith(".py"):
+        path = mod if os.path.isabs(mod) else os.path.join(base_dir, mod)
+        if not os.path.isfile(path):
+            raise TargetError(f"`{ref}`: no such file {path}")
+        directory = os.path.dirname(os.path.abspath(path))
+        if directory not in sys.path:
+            sys.path.insert(0, directory)  # sibling helper modules import as in a script
+        name = os.path.splitext(os.path.basename(path))[0]
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        sys.modules[name] = module
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+    else:
+        if base_dir not in sys.path:
+            sys.path.insert(0, base_dir)
+        module = importlib.import_module(mod)
+    try:
+        obj = module
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except AttributeError as exc:
+        raise TargetError(f"`{ref}`: {mod} has no attribute `{attr}`") from exc
+    if not callable(obj):
+        raise TargetError(f"`{ref}` is not callable")
+    return obj
