@@ -1,12 +1,61 @@
-"""pytest plugin (entry point ``pytest11``): assert a model does not recompile.
+"""pytest plugin (entry point ``pytest11``): assert that a model does not recompile.
 
-Loading it never imports torch; the fixture and marker import it when a test uses them."""
+- fixture ``compile_watch``: ``with compile_watch() as watch: ...; watch.assert_max_compiles(2)``
+- marker ``@pytest.mark.no_recompiles(model=..., inputs=..., batch_sizes=[...], max_compiles=2)``
+  replays the model in a fresh process before the test body runs.
+
+Loading the plugin never imports torch; the fixture and marker import it when used."""
 
 from __future__ import annotations
 
+from typing import Any
 
-def pytest_configure(config) -> None:
+import pytest
+
+
+def pytest_addoption(parser: Any) -> None:
+    group = parser.getgroup("shapelint", "torch.compile recompile checks")
+    group.addoption("--shapelint-backend", default=None,
+                    help="torch.compile backend for no_recompiles markers (default: ini or eager)")
+    parser.addini("shapelint_backend", "torch.compile backend for no_recompiles markers", default="eager")
+    parser.addini("shapelint_timeout", "seconds per no_recompiles replay", default="300")
+
+
+def pytest_configure(config: Any) -> None:
     config.addinivalue_line(
-        "markers", "no_recompiles(model, inputs, batch_sizes, seq_lens=None, max_compiles=2, "
-                   "dynamic='auto', backend='eager'): replay the model at these shapes under "
-                   "torch.compile and fail if it compiles more often than max_compiles")
+        "markers", "no_recompiles(model, inputs, batch_sizes=[1,2,3,4,8,17], seq_lens=None, "
+                   "max_compiles=2, dynamic='auto', device='auto', fullgraph=False): replay the "
+                   "model at these shapes under torch.compile in a fresh process and fail if it "
+                   "compiles more often than max_compiles")
+
+
+@pytest.fixture
+def compile_watch():
+    """A factory of CompileWatch context managers (``with compile_watch() as watch:``)."""
+    from shapelint.testing import CompileWatch
+
+    return CompileWatch
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_pyfunc_call(pyfuncitem: Any):
+    marker = pyfuncitem.get_closest_marker("no_recompiles")
+    if marker is not None:
+        from shapelint.testing import RecompileError, assert_no_recompiles
+
+        config = pyfuncitem.config
+        kwargs = dict(marker.kwargs)
+        if marker.args:
+            kwargs.setdefault("model", marker.args[0])
+            if len(marker.args) > 1:
+                kwargs.setdefault("inputs", marker.args[1])
+        if "model" not in kwargs or "inputs" not in kwargs:
+            pytest.fail("@pytest.mark.no_recompiles needs model= and inputs=", pytrace=False)
+        kwargs.setdefault("backend", config.getoption("--shapelint-backend") or config.getini("shapelint_backend"))
+        kwargs.setdefault("timeout", float(config.getini("shapelint_timeout")))
+        kwargs.setdefault("base_dir", str(pyfuncitem.path.parent))
+        try:
+            assert_no_recompiles(**kwargs)
+        except RecompileError as exc:
+            pytest.fail(str(exc), pytrace=False)
+    yield

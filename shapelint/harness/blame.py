@@ -89,7 +89,7 @@ class Recorder:
     def short_frame(self, text: str) -> Optional[Tuple[str, int, str]]:
         """A frame from reason text, whose paths torch shortened (``mp/a/b.py``): match by
         suffix against the files this process has seen."""
-        known = list(self.c.strings.values())
+        known = self.c.known_paths()
         for m in SHORT_LOC.finditer(text):
             short = m.group("path")
             for full in known:

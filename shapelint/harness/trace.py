@@ -67,16 +67,24 @@ class Collector(logging.Handler):
     def filename(self, idx: Any) -> Optional[str]:
         if not isinstance(idx, int) or idx < 0:
             return None
-        if idx in self.strings:
-            return self.strings[idx]
-        try:  # the table is process-global and survives resets (torch-signals §1.2)
+        if idx not in self.strings:
+            self.refresh()
+        return self.strings.get(idx)
+
+    def known_paths(self) -> List[str]:
+        self.refresh()
+        return list(self.strings.values())
+
+    def refresh(self) -> None:
+        """Paths interned before this handler was attached (the table is process-global and
+        survives resets, torch-signals §1.2)."""
+        try:
             from torch._logging.structured import INTERN_TABLE
 
             for path, i in INTERN_TABLE.items():
                 self.strings.setdefault(i, path)
         except Exception:  # noqa: BLE001
             pass
-        return self.strings.get(idx)
 
 
 def attach(collector: Collector) -> str:

@@ -1,0 +1,54 @@
+"""``--format html``: one self-contained page (no network): findings grouped by file with source
+excerpts, each target's compiles per shape as an inline SVG chart, reasons and evidence per line.
+jinja2 autoescapes everything quoted from code or logs."""
+
+from __future__ import annotations
+
+import linecache
+import os
+from collections import OrderedDict
+from typing import Any, Dict, List
+
+from shapelint import __version__
+from shapelint.finding import CheckResult
+
+
+def _excerpt(path: str, line: int, context: int = 2) -> List[Dict[str, Any]]:
+    ab = os.path.abspath(path)
+    out = []
+    for n in range(max(1, line - context), line + context + 1):
+        text = linecache.getline(ab, n)
+        if not text and n > line:
+            break
+        out.append({"n": n, "text": text.rstrip("\n"), "hit": n == line})
+    return out
+
+
+def _chart(target: Dict[str, Any]) -> Dict[str, Any]:
+    rows = target.get("per_shape", [])
+    top = max([r["new_compiles"] for r in rows] + [1])
+    width = max(40 * len(rows), 200)
+    bars = []
+    for i, r in enumerate(rows):
+        h = 120 * r["new_compiles"] / top
+        label = f"b{r['batch']}" + (f"/s{r['seq_len']}" if r.get("seq_len") is not None else "")
+        bars.append({"x": 40 * i + 8, "y": 130 - h, "h": h, "n": r["new_compiles"], "label": label,
+                     "error": r.get("error")})
+    return {"width": width, "bars": bars}
+
+
+def render(result: CheckResult, *, rules, targets, color=False, statistics=False) -> str:
+    try:
+        import jinja2
+    except ImportError as exc:  # pragma: no cover - jinja2 is a dependency
+        raise RuntimeError("--format html needs jinja2 (pip install jinja2)") from exc
+    env = jinja2.Environment(loader=jinja2.PackageLoader("shapelint", "report/templates"),
+                             autoescape=True, undefined=jinja2.StrictUndefined)
+    files: "OrderedDict[str, List[Dict[str, Any]]]" = OrderedDict()
+    for f in result.all_findings():
+        files.setdefault(f.path, []).append({"f": f, "excerpt": _excerpt(f.path, f.line)})
+    return env.get_template("report.html.j2").render(
+        version=__version__, result=result, files=files, rules=rules,
+        targets=[dict(t, chart=_chart(t)) for t in targets],
+        counts={s: sum(1 for f in result.all_findings() if f.status == s)
+                for s in ("confirmed", "unpredicted", "predicted", "not-seen")})

@@ -1,0 +1,53 @@
+"""``--format junit``: JUnit XML for CI systems that read test reports: one suite per file with
+findings (one failing case per finding), and one case per harness target."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+
+from shapelint.finding import CheckResult
+
+
+def render(result: CheckResult, *, rules, targets, color=False, statistics=False) -> str:
+    root = ET.Element("testsuites", name="shapelint")
+    per_file = defaultdict(list)
+    for f in result.all_findings():
+        per_file[f.path].append(f)
+    total = failures = 0
+    for path, items in sorted(per_file.items()):
+        suite = ET.SubElement(root, "testsuite", name=path, tests=str(len(items)),
+                              failures=str(len(items)), errors="0")
+        for f in items:
+            case = ET.SubElement(suite, "testcase", name=f"{f.rule} {f.name} line {f.line}",
+                                 classname=path, file=path, line=str(f.line))
+            fail = ET.SubElement(case, "failure", message=f.message, type=f.rule)
+            fail.text = f"{f.path}:{f.line}:{f.column}: {f.rule} {f.message}\n{f.source_line}\nhelp: {f.hint}"
+        total += len(items)
+        failures += len(items)
+    if result.errors:
+        suite = ET.SubElement(root, "testsuite", name="file errors", tests=str(len(result.errors)),
+                              failures="0", errors=str(len(result.errors)))
+        for e in result.errors:
+            case = ET.SubElement(suite, "testcase", name=f"{e.path}", classname="file-errors")
+            err = ET.SubElement(case, "error", message=e.message)
+            err.text = f"{e.path}:{e.line}:{e.column}: {e.message}"
+        total += len(result.errors)
+    if targets:
+        failed = [t for t in targets if t.get("failed")]
+        suite = ET.SubElement(root, "testsuite", name="shapelint run", tests=str(len(targets)),
+                              failures=str(len(failed)), errors="0")
+        for t in targets:
+            case = ET.SubElement(suite, "testcase", name=f"target {t['name']}", classname="targets",
+                                 time=str(t.get("seconds", 0)))
+            if t.get("failed"):
+                why = "; ".join(t.get("problems") or [t.get("error") or "failed"])
+                ET.SubElement(case, "failure", message=why).text = why
+        total += len(targets)
+        failures += len(failed)
+    if total == 0:
+        suite = ET.SubElement(root, "testsuite", name="shapelint", tests="1", failures="0", errors="0")
+        ET.SubElement(suite, "testcase", name="no findings", classname="shapelint")
+    root.set("tests", str(max(total, 1)))
+    root.set("failures", str(failures))
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -1,0 +1,109 @@
+"""``--format sarif``: SARIF 2.1.0 for GitHub code scanning.
+
+URIs are relative to ``%SRCROOT%`` (the git root, or the working directory); fingerprints hash
+the rule, the path and the normalized source line (plus its occurrence index), so they survive
+edits that shift lines; harness evidence goes into ``properties``."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+from collections import Counter
+from typing import Any, Dict, List
+
+from shapelint import __version__
+from shapelint.finding import CheckResult
+
+LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+INFO_URI = "https://github.com/shapelint/shapelint"
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+
+def source_root() -> str:
+    try:
+        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True,
+                             timeout=10)
+        if top.returncode == 0 and top.stdout.strip():
+            return top.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return os.getcwd()
+
+
+def _uri(path: str, root: str) -> str:
+    ab = os.path.abspath(path)
+    rel = os.path.relpath(ab, root)
+    if rel.startswith(".."):
+        return "file://" + ab
+    return rel.replace(os.sep, "/")
+
+
+def _rule(r) -> Dict[str, Any]:
+    doc = r.documentation()
+    return {
+        "id": r.code, "name": r.name,
+        "shortDescription": {"text": r.summary},
+        "fullDescription": {"text": doc.split("## Why is this bad?")[0].replace("## What it does", "").strip() or r.summary},
+        "help": {"text": doc, "markdown": doc},
+        "defaultConfiguration": {"level": LEVEL.get(r.severity, "warning"),
+                                 "enabled": bool(r.default_enabled)},
+        "properties": {"tags": ["torch.compile", r.code[:3]], "evidence": list(r.evidence),
+                       "registry_ids": list(r.registry_ids)},
+    }
+
+
+def document(result: CheckResult, rules: Dict[str, Any], targets: List[Dict[str, Any]]) -> Dict[str, Any]:
+    root = source_root()
+    codes = list(rules)
+    results = []
+    occurrences: Counter = Counter()
+    for f in result.all_findings():
+        norm = " ".join(f.source_line.split())
+        key = (f.rule, f.path, norm)
+        occurrences[key] += 1
+        digest = hashlib.sha256(f"{f.rule}\0{_uri(f.path, root)}\0{norm}\0{occurrences[key]}".encode()).hexdigest()
+        loc = f.location
+        res: Dict[str, Any] = {
+            "ruleId": f.rule,
+            "level": LEVEL.get(f.severity, "warning"),
+            "message": {"text": f.message + (f"\nHelp: {f.hint}" if f.hint else "")},
+            "locations": [{"physicalLocation": {
+                "artifactLocation": {"uri": _uri(f.path, root), "uriBaseId": "%SRCROOT%"},
+                "region": {"startLine": loc.line, "startColumn": loc.column,
+                           "endLine": max(loc.end_line, loc.line), "endColumn": max(loc.end_column, 1) + 1,
+                           **({"snippet": {"text": f.source_line}} if f.source_line else {})}}}],
+            "partialFingerprints": {"shapelintLine/v1": digest[:32]},
+            "properties": {"status": f.status, "symbol": f.symbol, "evidence": list(f.evidence),
+                           "evidence_events": f.evidence_events},
+        }
+        if f.rule in codes:
+            res["ruleIndex"] = codes.index(f.rule)
+        results.append(res)
+    notifications = [{"level": "error", "message": {"text": e.message},
+                      "locations": [{"physicalLocation": {
+                          "artifactLocation": {"uri": _uri(e.path, root), "uriBaseId": "%SRCROOT%"},
+                          "region": {"startLine": max(e.line, 1), "startColumn": max(e.column, 1)}}}]}
+                     for e in result.errors]
+    for t in targets:
+        if t.get("failed"):
+            notifications.append({"level": "error", "message": {
+                "text": f"target {t['name']}: " + "; ".join(t.get("problems") or [t.get("error") or "failed"])}})
+    run: Dict[str, Any] = {
+        "tool": {"driver": {"name": "shapelint", "version": __version__, "informationUri": INFO_URI,
+                            "rules": [_rule(r) for r in rules.values()]}},
+        "originalUriBaseIds": {"%SRCROOT%": {"uri": "file://" + root.rstrip("/") + "/"}},
+        "results": results,
+        "invocations": [{"executionSuccessful": not result.errors,
+                         "toolExecutionNotifications": notifications}],
+    }
+    if targets:
+        run["properties"] = {"targets": [{k: t.get(k) for k in ("name", "torch_version", "device", "backend",
+                                                                 "dynamic", "compiles", "per_shape", "error")}
+                                         for t in targets]}
+    return {"$schema": SCHEMA, "version": "2.1.0", "runs": [run]}
+
+
+def render(result: CheckResult, *, rules, targets, color=False, statistics=False) -> str:
+    return json.dumps(document(result, rules, targets), indent=2) + "\n"

