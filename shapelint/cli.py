@@ -146,13 +146,23 @@ def resolve_settings(args: argparse.Namespace, paths: Sequence[str]):
     return settings, rules, enabled
 
 
+def project_root(paths: Sequence[str], settings: Settings) -> Optional[str]:
+    """Where helpers are resolved from: the config's folder, else the working directory when
+    every path is under it (pre-commit runs from the repository root), else their common root."""
+    if settings.config_path:
+        return os.path.dirname(os.path.abspath(settings.config_path))
+    cwd = os.getcwd()
+    if all(not os.path.relpath(os.path.abspath(p), cwd).startswith("..") for p in paths):
+        return cwd
+    return None
+
+
 def run_static(paths: Sequence[str], settings: Settings, rules, enabled, use_cache: bool = True,
                root: Optional[str] = None) -> CheckResult:
     from shapelint.static.engine import Engine
 
     engine = Engine(rules, enabled, settings)
-    return engine.check(paths, root=root or (os.path.dirname(settings.config_path)
-                                            if settings.config_path else None), use_cache=use_cache)
+    return engine.check(paths, root=root or project_root(paths, settings), use_cache=use_cache)
 
 
 def cmd_check(args: argparse.Namespace) -> int:

@@ -87,7 +87,12 @@ class Engine(api.ReportSink):
                 sources.append(src)
         result.files_checked = len(found)
 
-        cache_key = self._cache_key(sources)
+        # pre-commit passes changed files only: the compiled region that reaches a changed
+        # helper may sit in a file that was not passed, so look for importers under the root
+        index = _module_index(root or files_mod.common_root(list(paths)) or ".", found)
+        context = _importers(sources, index, found) if any(os.path.isfile(p) for p in paths) else []
+
+        cache_key = self._cache_key(sources + context)
         if use_cache:
             cached = self._cache_load(cache_key)
             if cached is not None:
@@ -96,9 +101,8 @@ class Engine(api.ReportSink):
                 return cached
 
         # which files to parse: those that may hold a region, then what they import
-        index = _module_index(root or files_mod.common_root(list(paths)) or ".", found)
-        by_abs = {s.abspath: s for s in sources}
-        todo = [s for s in sources if REGION_HINT.search(s.text)]
+        by_abs = {s.abspath: s for s in sources + context}
+        todo = [s for s in sources if REGION_HINT.search(s.text)] + context
         parse_errors: List[FileError] = []
         seen: Set[str] = set()
         while todo:
@@ -312,6 +316,32 @@ def _module_index(root: str, found: Sequence[str]) -> Dict[str, List[str]]:
         if f not in lst:
             lst.append(f)
     return index
+
+
+def _importers(sources: Sequence[files_mod.SourceFile], index: Dict[str, List[str]],
+               found: Sequence[str]) -> List[files_mod.SourceFile]:
+    """Files under the root, not among ``sources``, that may hold a compiled region and import
+    one of the ``sources`` modules (read as text, never imported)."""
+    import re
+
+    names = {files_mod.module_name_for(s.abspath)[0].split(".")[-1] for s in sources}
+    names.discard("__init__")
+    if not names:
+        return []
+    pattern = re.compile(r"^\s*(?:from\s+[\w.]*\b(?:%s)\b|import\s+[\w., ]*\b(?:%s)\b|from\s+[\w.]+\s+import\s+[^#\n]*\b(?:%s)\b)"
+                         % (("|".join(map(re.escape, names)),) * 3), re.M)
+    taken = set(found)
+    out: List[files_mod.SourceFile] = []
+    for files in index.values():
+        for f in files:
+            if f in taken:
+                continue
+            taken.add(f)
+            src = files_mod.read_source(f)
+            if isinstance(src, files_mod.SourceFile) and REGION_HINT.search(src.text) \
+                    and pattern.search(src.text):
+                out.append(src)
+    return out
 
 
 def _import_candidates(target: str, mod: ModuleInfo, index: Dict[str, List[str]]) -> List[str]:
