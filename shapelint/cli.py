@@ -17,7 +17,7 @@ from shapelint.config import ConfigError, Settings, load_settings, resolve_codes
 from shapelint.finding import CheckResult
 from shapelint.report import FORMATS, render, write_atomic
 
-COMMANDS = ("check", "run", "rule")
+COMMANDS = ("check", "run", "rule", "report")
 
 
 def _codes(text: Optional[str]) -> List[str]:
@@ -75,6 +75,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-static", action="store_true", help="skip the static join")
     _add_common(run)
 
+    report = sub.add_parser("report", help="re-render a saved --format json report in another format")
+    report.add_argument("json_file")
+    report.add_argument("--format", "--output-format", dest="format", choices=FORMATS, default="text")
+    report.add_argument("-o", "--output")
+    report.add_argument("--exit-zero", action="store_true")
+
     rule = sub.add_parser("rule", help="print a rule's documentation")
     rule.add_argument("code", nargs="?")
     rule.add_argument("--all", action="store_true", help="list every rule")
@@ -94,6 +100,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         if args.command == "rule":
             return cmd_rule(args)
+        if args.command == "report":
+            return cmd_report(args)
         if args.command == "run":
             from shapelint.harness.command import cmd_run
 
@@ -201,6 +209,28 @@ def emit(args: argparse.Namespace, settings: Settings, result: CheckResult, rule
     failed = (fail_on_findings and bool(result.all_findings() or result.errors)) or any(
         t.get("failed") for t in targets)
     return 0 if args.exit_zero or not failed else 1
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Render a saved JSON report (from check or run) in another format: CI runs the harness
+    once and writes SARIF, annotations and the step summary from the same result."""
+    import json
+
+    from shapelint.finding import FileError, Finding
+    from shapelint.registry import all_rules
+
+    try:
+        with open(args.json_file, encoding="utf-8") as fh:
+            doc = json.load(fh)
+        result = CheckResult(findings=[Finding.from_json(f) for f in doc["findings"]],
+                             errors=[FileError(**e) for e in doc.get("errors", [])],
+                             files_checked=int(doc.get("files_checked", 0)))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"{args.json_file}: not a shapelint JSON report ({exc})") from exc
+    targets = doc.get("targets", [])
+    args.statistics = False
+    return emit(args, Settings(), result, all_rules(), targets=targets,
+                fail_on_findings=not targets)
 
 
 def cmd_rule(args: argparse.Namespace) -> int:

@@ -187,3 +187,19 @@ def test_baseline_survives_line_shifts(tmp_path):
     assert [(f["line"], f["rule"]) for f in new] == [(12, "SL202")]
     bad = run("--baseline", "missing.json")
     assert bad.returncode == 2 and "not a shapelint baseline" in bad.stderr
+
+
+def test_report_command_re_renders_a_saved_run(tmp_path):
+    write_tree(tmp_path, {"m.py": HAZARD})
+    cli = [sys.executable, "-m", "shapelint.cli"]
+    subprocess.run(cli + ["check", ".", "--format", "json", "-o", "r.json", "--no-cache"], cwd=str(tmp_path))
+    sarif = subprocess.run(cli + ["report", "r.json", "--format", "sarif"], cwd=str(tmp_path),
+                           capture_output=True, text=True)
+    assert sarif.returncode == 1
+    assert json.loads(sarif.stdout)["runs"][0]["results"][0]["ruleId"] == "SL101"
+    gh = subprocess.run(cli + ["report", "r.json", "--format", "github", "--exit-zero"], cwd=str(tmp_path),
+                        capture_output=True, text=True)
+    assert gh.returncode == 0 and gh.stdout.startswith("::warning file=m.py,line=4,")
+    (tmp_path / "bad.json").write_text("{}")
+    bad = subprocess.run(cli + ["report", "bad.json"], cwd=str(tmp_path), capture_output=True, text=True)
+    assert bad.returncode == 2 and "not a shapelint JSON report" in bad.stderr
