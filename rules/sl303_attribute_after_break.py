@@ -66,7 +66,8 @@ class Block(torch.nn.Module):
 
     def on_condition(self, site: Condition) -> None:
         v = site.value
-        if site.fn.qualname in self._broken and v.is_state and not (v.is_tensor or v.is_size):
+        if site.fn.qualname in self._broken and v.is_state and not (v.is_tensor or v.is_size) \
+                and site.fn.info.is_method and "self." in site.code():
             self.report(site, f"`{site.code()}` tests module state after a graph break; the "
                               f"resumed frame is shared by every instance, so each instance's "
                               f"value recompiles it")

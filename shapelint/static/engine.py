@@ -51,7 +51,7 @@ class Engine(api.ReportSink):
     # -- ReportSink -----------------------------------------------------------------------------
     def report(self, rule: Rule, fn: FunctionContext, node: cst.CSTNode, message: str,
                hint: str) -> None:
-        line, col, end_line, end_col = fn.module.position(node)
+        line, col, end_line, end_col = fn.position(node)
         key = (rule.code, fn.path, line, col)
         if key in self._findings:
             return
@@ -102,7 +102,8 @@ class Engine(api.ReportSink):
 
         # which files to parse: those that may hold a region, then what they import
         by_abs = {s.abspath: s for s in sources + context}
-        todo = [s for s in sources if REGION_HINT.search(s.text)] + context
+        todo = sorted([s for s in sources if REGION_HINT.search(s.text)] + context,
+                      key=lambda s: s.abspath, reverse=True)
         parse_errors: List[FileError] = []
         seen: Set[str] = set()
         while todo:
@@ -114,7 +115,7 @@ class Engine(api.ReportSink):
             if mod is None:
                 continue
             self.project.add(mod)
-            for target in set(mod.imports.values()):
+            for target in sorted(set(mod.imports.values())):
                 for candidate in _import_candidates(target, mod, index):
                     if candidate in seen:
                         continue

@@ -30,15 +30,19 @@ class SourceFile:
     digest: str
 
 
-def _excluded(path: str, patterns: Sequence[str]) -> bool:
-    rel = relpath(path)
+def _excluded(path: str, patterns: Sequence[str], root: str = ".") -> bool:
+    """Whether ``path`` matches an exclude glob: by name, by path relative to the working
+    directory, or by path relative to the root being walked (never by the root's ancestors,
+    so checking a tree inside site-packages works)."""
     name = os.path.basename(path)
+    candidates = {os.path.relpath(path, root), os.path.abspath(path)}
     for pat in patterns:
         pat = pat.rstrip("/")
-        if fnmatch.fnmatch(name, pat) or fnmatch.fnmatch(rel, pat) \
-                or fnmatch.fnmatch(os.path.abspath(path), pat) \
-                or fnmatch.fnmatch(rel, pat + "/*") or fnmatch.fnmatch(rel, "*/" + pat + "/*"):
+        if fnmatch.fnmatch(name, pat):
             return True
+        for c in candidates:
+            if fnmatch.fnmatch(c, pat) or fnmatch.fnmatch(c, pat + "/*"):
+                return True
     return False
 
 
@@ -65,11 +69,11 @@ def discover(paths: Iterable[str], exclude: Sequence[str] = ()) -> Tuple[List[st
                 continue
             seen_dirs.add(real)
             dirnames[:] = sorted(d for d in dirnames
-                                 if not _excluded(os.path.join(dirpath, d), patterns))
+                                 if not _excluded(os.path.join(dirpath, d), patterns, root))
             for fname in sorted(filenames):
                 if fname.endswith((".py", ".pyi")) and not fname.endswith(".pyi"):
                     full = os.path.join(dirpath, fname)
-                    if not _excluded(full, patterns):
+                    if not _excluded(full, patterns, root):
                         found.append(os.path.abspath(full))
     # keep order, drop duplicates
     return list(dict.fromkeys(found)), errors

@@ -37,7 +37,9 @@ MODULE_NAMESPACES = ("torch.jit.", "torch.compiler.", "torch._dynamo.", "torch.c
                      "torch.backends.", "torch.distributed.", "torch.library.", "torch._C.",
                      "torch.autograd.", "torch.utils.", "torch.testing.", "torch.fx.",
                      "torch._logging.", "torch.mps.", "torch.xpu.", "torch.profiler.",
-                     "torch.amp.", "torch.overrides.")
+                     "torch.amp.", "torch.overrides.", "torch.accelerator.", "torch.hub.",
+                     "torch.onnx.", "torch.export.", "torch.package.", "torch.nn.init.",
+                     "torch.nn.utils.", "torch.nn.parameter.")
 TORCH_NON_TENSOR = frozenset({"torch._check", "torch._check_is_size", "torch._check_with",
                               "torch._assert", "torch.cond", "torch.no_grad", "torch.enable_grad",
                               "torch.inference_mode", "torch.set_grad_enabled", "torch.autocast",
@@ -77,7 +79,10 @@ class FunctionContext:
         return self.module.code(node)
 
     def line(self, node: cst.CSTNode) -> int:
-        return self.module.position(node)[0]
+        return self.position(node)[0]
+
+    def position(self, node: cst.CSTNode):
+        return self.module.position(node, self.info)
 
     def describe(self, origin: Optional[Origin]) -> str:
         """``x.shape[0]`` (line 12), with the file when it is another one."""
@@ -117,7 +122,7 @@ class Analyzer:
             params = params[1:]
         for p in params:
             name = p.name.value
-            origin = Origin(name, fn.module.path, fn.module.position(p)[0], fn.symbol)
+            origin = Origin(name, fn.module.path, fn.module.position(p, fn)[0], fn.symbol)
             kind = self._param_kind(p)
             if kind in ("int", "bool", "float"):
                 out[name] = Value(frozenset({SCALAR}), origin, detail=kind)
@@ -180,18 +185,18 @@ class Analyzer:
         return self._analyze(callee, args, caller.root)
 
     def reads_of(self, cls: ClassInfo) -> set:
-        """``self.<attr>`` names loaded anywhere in the class's methods (its region reads)."""
-        key = cls.qualname
-        if key not in self._reads:
-            names = set()
-            for c in self.project.mro(cls):
+        """``self.<attr>`` names loaded anywhere in the class's methods and its bases'."""
+        names: set = set()
+        for c in self.project.mro(cls):
+            key = f"{c.module.source.abspath}:{c.name}"
+            if key not in self._reads:
+                own: set = set()
                 for m in c.methods.values():
-                    if m.name == "__init__":
-                        continue
-                    for node in _iter_loads(m.node.body):
-                        names.add(node)
-            self._reads[key] = names
-        return self._reads[key]
+                    if m.name != "__init__":
+                        own.update(_iter_loads(m.node.body))
+                self._reads[key] = own
+            names |= self._reads[key]
+        return names
 
 
 def _looks_like_int(name: str) -> bool:
@@ -206,11 +211,11 @@ def _looks_like_int(name: str) -> bool:
 
 def _iter_loads(body: cst.CSTNode) -> List[str]:
     """Attribute names read as ``self.X`` (not as the target of an assignment)."""
+    from shapelint.static.project import _walk
+
     out: List[str] = []
     stores = set()
-    stack = [body]
-    while stack:
-        node = stack.pop()
+    for node in _walk(body):
         if isinstance(node, cst.Assign):
             for t in node.targets:
                 if _is_self_attr(t.target):
@@ -219,7 +224,6 @@ def _iter_loads(body: cst.CSTNode) -> List[str]:
             stores.add(id(node.target))
         if isinstance(node, cst.Attribute) and _is_self_attr(node) and id(node) not in stores:
             out.append(node.attr.value)
-        stack.extend(node.children)
     return out
 
 
@@ -261,7 +265,7 @@ class Walker:
         code = " ".join(code.split())
         if len(code) > 60:
             code = code[:57] + "..."
-        return Origin(code, self.mod.path, self.mod.position(node)[0], self.ctx.symbol)
+        return Origin(code, self.mod.path, self.ctx.position(node)[0], self.ctx.symbol)
 
     def run(self) -> Value:
         body = self.ctx.info.node.body
@@ -536,13 +540,13 @@ class Walker:
         values = [left]
         for target in node.comparisons:
             values.append(self.ev(target.comparator))
-        if any(v.is_tensor for v in values):
-            return Value(frozenset({TENSOR, MASK}), self.origin(node))
         ops = [type(t.operator).__name__ for t in node.comparisons]
-        if all(o in ("Is", "IsNot") for o in ops):
+        if all(o in ("Is", "IsNot") for o in ops):  # identity: a Python bool, never a tensor
             if any(v.has(OPTIONAL) for v in values):
                 return Value(frozenset({OPTIONAL}), self.origin(node))
             return UNKNOWN
+        if any(v.is_tensor for v in values):
+            return Value(frozenset({TENSOR, MASK}), self.origin(node))
         if any(v.is_shape for v in values) and any(
                 isinstance(c.comparator, (cst.Tuple, cst.List)) or c.comparator is not None
                 for c in node.comparisons) and not any(o in ("In", "NotIn") for o in ops):
@@ -721,13 +725,15 @@ class Walker:
         try:
             pos: List[Value] = []
             kw: Dict[str, Value] = {}
+            starred = False
             for a in node.args:
                 v = self.ev(a.value)
-                if a.star:
+                if a.star:  # *args / **kwargs: later positions are unknown
+                    starred = starred or a.star == "*"
                     continue
                 if a.keyword is not None:
                     kw[a.keyword.value] = v
-                else:
+                elif not starred:
                     pos.append(v)
         finally:
             self._passthrough = False

@@ -21,6 +21,7 @@ REGION_HINT = re.compile(r"\bdef forward\b|\bcompile\(|\bcompile\b\s*$|custom_op
                          r"impl_abstract|compiler\.disable|_dynamo\.disable", re.M)
 FAKE_BY_NAME = re.compile(r"(\w+)\.(?:register_fake|register_abstract|impl_abstract)\b")
 FAKE_BY_OP = re.compile(r"(?:register_fake|impl_abstract)\(\s*['\"]([^'\"]+)['\"]")
+GLOBAL_STMT = re.compile(r"^\s+global\s", re.M)
 COMPILE_CALL = re.compile(r"\bcompile\(\s*([A-Za-z_][\w.]*)")
 
 CONTAINER_CALLS = {"dict", "list", "set", "collections.OrderedDict", "collections.defaultdict",
@@ -83,6 +84,7 @@ class ClassInfo:
     bases: Tuple[str, ...] = ()
     methods: Dict[str, FunctionInfo] = field(default_factory=dict)
     attrs: Dict[str, AttrInfo] = field(default_factory=dict)
+    _method_order: List[cst.FunctionDef] = field(default_factory=list)
 
     @property
     def qualname(self) -> str:
@@ -110,12 +112,28 @@ class ModuleInfo:
         self.fake_ops: Set[str] = set(FAKE_BY_OP.findall(source.text))
         self.custom_ops: Dict[str, str] = {}  # function name -> "ns::op"
         self._positions = None
+        self._fn_positions: Dict[int, object] = {}
+        self._defs: Optional[Dict[int, Tuple[int, int]]] = None
+        self._function_order: List[cst.FunctionDef] = []
         self._lines = source.text.splitlines()
         self._summarize()
 
     # -- positions and text ---------------------------------------------------------------------
-    def position(self, node: cst.CSTNode) -> Tuple[int, int, int, int]:
-        """(line, column, end_line, end_column), 1-based, end column inclusive."""
+    def position(self, node: cst.CSTNode, fn: Optional["FunctionInfo"] = None) -> Tuple[int, int, int, int]:
+        """(line, column, end_line, end_column), 1-based, end column inclusive.
+
+        With ``fn`` (the function holding ``node``), positions come from that function alone:
+        libcst's PositionProvider runs on a one-function module and ``ast`` gives where its
+        ``def`` sits, which costs a fraction of resolving positions for the whole file."""
+        if fn is not None and fn.module is self:
+            table = self._fn_positions.get(id(fn.node))
+            if table is None:
+                table = self._function_positions(fn)
+                self._fn_positions[id(fn.node)] = table
+            if table is not False and node in table[0]:  # type: ignore[index]
+                rng, dl, dc = table[0][node], table[1], table[2]  # type: ignore[index]
+                return (rng.start.line + dl, rng.start.column + 1 + (dc if rng.start.line > 0 else 0),
+                        rng.end.line + dl, max(rng.end.column + dc, 1))
         if self._positions is None:
             self._positions = MetadataWrapper(self.tree, unsafe_skip_copy=True).resolve(
                 PositionProvider)
@@ -124,6 +142,60 @@ class ModuleInfo:
         except KeyError:
             return (1, 1, 1, 1)
         return (rng.start.line, rng.start.column + 1, rng.end.line, max(rng.end.column, 1))
+
+    def _function_positions(self, fn: "FunctionInfo"):
+        where = self._ast_defs().get(id(fn.node))
+        if where is None:
+            return False
+        def_line, col = where
+        small = cst.Module(body=[fn.node])
+        table = MetadataWrapper(small, unsafe_skip_copy=True).resolve(PositionProvider)
+        rel = table[fn.node.name].start.line  # the line of `def` in the small module
+        return (table, def_line - rel, col)
+
+    def _ast_defs(self) -> Dict[int, Tuple[int, int]]:
+        """id(libcst FunctionDef) -> (line of its name, column of `def`), matched to ``ast``
+        by (class, name, occurrence) in source order."""
+        if self._defs is not None:
+            return self._defs
+        import ast
+        import warnings
+
+        self._defs = {}
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                tree = ast.parse(self.source.text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return self._defs
+        found: Dict[Tuple[Optional[str], str], List[Tuple[int, int]]] = {}
+
+        def visit(body, cls):
+            for node in body:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    # the line of the name: decorators come before `def`
+                    found.setdefault((cls, node.name), []).append((node.lineno, node.col_offset))
+                elif isinstance(node, ast.ClassDef) and cls is None:
+                    visit(node.body, node.name)
+                elif isinstance(node, (ast.If, ast.Try)) and cls is None:
+                    visit(node.body, cls)
+                    visit(getattr(node, "orelse", []), cls)
+                    for h in getattr(node, "handlers", []):
+                        visit(h.body, cls)
+                    visit(getattr(node, "finalbody", []), cls)
+
+        visit(tree.body, None)
+        seen: Dict[Tuple[Optional[str], str], int] = {}
+        ordered = [(None, f) for f in self._function_order] + \
+            [(c.name, m) for c in self.classes.values() for m in c._method_order]
+        for cls_name, node in ordered:
+            key = (cls_name, node.name.value)
+            i = seen.get(key, 0)
+            seen[key] = i + 1
+            spots = found.get(key, [])
+            if i < len(spots):
+                self._defs[id(node)] = spots[i]
+        return self._defs
 
     def code(self, node: cst.CSTNode) -> str:
         return self.tree.code_for_node(node)
@@ -188,6 +260,7 @@ class ModuleInfo:
         for stmt in _flatten_toplevel(body):
             if isinstance(stmt, cst.FunctionDef):
                 self.functions[stmt.name.value] = FunctionInfo(stmt.name.value, self, stmt)
+                self._function_order.append(stmt)
             elif isinstance(stmt, cst.ClassDef):
                 self.classes[stmt.name.value] = ClassInfo(stmt.name.value, self, stmt)
             else:
@@ -209,16 +282,18 @@ class ModuleInfo:
             cls.bases = tuple(self.resolve(dotted(b.value) or "?") for b in cls.node.bases)
             for stmt in cls.node.body.body:
                 if isinstance(stmt, cst.FunctionDef):
+                    cls._method_order.append(stmt)
                     m = FunctionInfo(stmt.name.value, self, stmt, cls)
                     m.decorators = self._decorators(stmt)
                     cls.methods[m.name] = m
             init = cls.methods.get("__init__")
             if init is not None:
                 cls.attrs = _init_attrs(init, self)
-        for fn in self._all_functions():
-            for node in _walk(fn.node.body):
-                if isinstance(node, cst.Global):
-                    self.mutated_globals.update(n.name.value for n in node.names)
+        if GLOBAL_STMT.search(self.source.text):
+            for fn in self._all_functions():
+                for node in _walk(fn.node.body):
+                    if isinstance(node, cst.Global):
+                        self.mutated_globals.update(n.name.value for n in node.names)
 
     def _all_functions(self) -> Iterable[FunctionInfo]:
         yield from self.functions.values()
@@ -262,12 +337,18 @@ def _flatten_toplevel(body: Iterable[cst.CSTNode]) -> Iterable[cst.CSTNode]:
 
 
 def _walk(node: Union[cst.CSTNode, Iterable[cst.CSTNode]]) -> Iterable[cst.CSTNode]:
-    """All nodes under ``node`` (depth first), without a visitor's dispatch cost."""
+    """All nodes under ``node`` (depth first). Reads dataclass fields directly: libcst's
+    ``children`` runs a visitor per node and dominated the summary's cost."""
     stack = [node] if isinstance(node, cst.CSTNode) else list(node)
     while stack:
         cur = stack.pop()
         yield cur
-        stack.extend(reversed(cur.children))
+        for name in cur.__dataclass_fields__:
+            value = getattr(cur, name)
+            if isinstance(value, cst.CSTNode):
+                stack.append(value)
+            elif isinstance(value, (list, tuple)):
+                stack.extend(v for v in value if isinstance(v, cst.CSTNode))
 
 
 def _init_attrs(init: FunctionInfo, module: ModuleInfo) -> Dict[str, AttrInfo]:
@@ -362,8 +443,14 @@ class Project:
         self.by_path: Dict[str, ModuleInfo] = {}
         self.fake_names: Set[str] = set()
         self.fake_ops: Set[str] = set()
+        self._lookups: Dict[tuple, Optional[Union[FunctionInfo, ClassInfo]]] = {}
+        self._mros: Dict[str, List[ClassInfo]] = {}
+        self._suffix: Dict[str, List[ModuleInfo]] = {}
 
     def add(self, module: ModuleInfo) -> None:
+        self._lookups.clear()
+        self._mros.clear()
+        self._suffix.clear()
         self.modules.setdefault(module.name, []).append(module)
         self.by_path[module.source.abspath] = module
         self.fake_names |= module.fake_names
@@ -377,8 +464,11 @@ class Project:
         cands = self.modules.get(name, [])
         if not cands and "." in name:
             # a package imported through a longer path than its root gives it
-            suffix = "." + name
-            cands = [m for ms in self.modules.values() for m in ms if m.name.endswith(suffix)]
+            if name not in self._suffix:
+                suffix = "." + name
+                self._suffix[name] = [m for ms in self.modules.values() for m in ms
+                                      if m.name.endswith(suffix)]
+            cands = self._suffix[name]
         if not cands:
             return None
         if near is not None and len(cands) > 1:
@@ -389,14 +479,22 @@ class Project:
 
     def lookup(self, qualname: str, near: Optional[ModuleInfo] = None
                ) -> Optional[Union[FunctionInfo, ClassInfo]]:
-        """A function, class or method of the tree by qualified name."""
+        """A function, class or method of the tree by qualified name (memoized; follows
+        re-exports such as ``from .impl import f`` in ``__init__.py``, cycles included)."""
+        key = (qualname, near.root if near is not None else None)
+        if key not in self._lookups:
+            self._lookups[key] = None  # a re-export cycle resolves to nothing
+            self._lookups[key] = self._lookup(qualname, near, 0)
+        return self._lookups[key]
+
+    def _lookup(self, qualname: str, near: Optional[ModuleInfo], depth: int
+                ) -> Optional[Union[FunctionInfo, ClassInfo]]:
         parts = qualname.split(".")
         for cut in range(len(parts) - 1, 0, -1):
             mod = self.find_module(".".join(parts[:cut]), near)
             if mod is None:
                 continue
             rest = parts[cut:]
-            obj: Optional[Union[FunctionInfo, ClassInfo]] = None
             if rest[0] in mod.functions and len(rest) == 1:
                 return mod.functions[rest[0]]
             if rest[0] in mod.classes:
@@ -405,8 +503,10 @@ class Project:
                     return obj
                 if len(rest) == 2:
                     return self.method(obj, rest[1])
-            if rest[0] in mod.imports and mod.imports[rest[0]] != qualname:  # re-export
-                return self.lookup(".".join([mod.imports[rest[0]]] + rest[1:]), mod)
+                return None
+            target = mod.imports.get(rest[0])
+            if target and target != qualname and depth < 8:  # re-export
+                return self.lookup(".".join([target] + rest[1:]), mod)
             return None
         return None
 
@@ -415,6 +515,12 @@ class Project:
         return obj if isinstance(obj, ClassInfo) else None
 
     def mro(self, cls: ClassInfo) -> List[ClassInfo]:
+        key = f"{cls.module.source.abspath}:{cls.name}"
+        if key not in self._mros:
+            self._mros[key] = self._mro(cls)
+        return self._mros[key]
+
+    def _mro(self, cls: ClassInfo) -> List[ClassInfo]:
         out: List[ClassInfo] = []
         todo = [cls]
         while todo:
