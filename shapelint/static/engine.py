@@ -20,7 +20,7 @@ from shapelint.config import Settings
 from shapelint.finding import CheckResult, FileError, Finding, Location, relpath
 from shapelint.static import files as files_mod
 from shapelint.static.flow import Analyzer, FunctionContext
-from shapelint.static.project import (REGION_HINT, FunctionInfo, ModuleInfo, Project)
+from shapelint.static.project import (COMPILE_CALL, REGION_HINT, FunctionInfo, ModuleInfo, Project)
 from shapelint.static.suppress import Suppressions
 
 UNUSED_SUPPRESSION = "SL001"
@@ -100,41 +100,38 @@ class Engine(api.ReportSink):
                 cached.files_checked = result.files_checked
                 return cached
 
-        # which files to parse: those that may hold a region, then what they import
+        # parse the files that may hold a region; the project parses what they import on
+        # first need; the other files get a syntax check on a second core meanwhile
         by_abs = {s.abspath: s for s in sources + context}
-        todo = sorted([s for s in sources if REGION_HINT.search(s.text)] + context,
-                      key=lambda s: s.abspath, reverse=True)
+        hinted = [s for s in sources if self.settings.entry_points or
+                  (REGION_HINT.search(s.text) and _holds_region(s))]
+        todo = sorted(hinted + context, key=lambda s: s.abspath)
         parse_errors: List[FileError] = []
-        seen: Set[str] = set()
-        while todo:
-            src = todo.pop()
-            if src.abspath in seen:
-                continue
-            seen.add(src.abspath)
-            mod = self._parse(src, parse_errors)
-            if mod is None:
-                continue
-            self.project.add(mod)
-            for target in sorted(set(mod.imports.values())):
-                for candidate in _import_candidates(target, mod, index):
-                    if candidate in seen:
-                        continue
-                    other = by_abs.get(candidate) or files_mod.read_source(candidate)
-                    if isinstance(other, files_mod.SourceFile):
-                        todo.append(other)
-        # files never parsed with libcst still get a syntax check, at the cost of ast.parse
-        for src in sources:
-            if src.abspath not in seen:
-                err = _syntax_error(src)
-                if err is not None:
-                    parse_errors.append(err)
-        result.errors.extend(parse_errors)
+        hinted_paths = {s.abspath for s in todo}
+        checks = _SyntaxChecks([s for s in sources if s.abspath not in hinted_paths])
 
+        def load(path: str) -> Optional[ModuleInfo]:
+            src = by_abs.get(path) or files_mod.read_source(path)
+            if not isinstance(src, files_mod.SourceFile):
+                return None
+            return self._parse(src, parse_errors)
+
+        self.project.index = index
+        self.project.loader = load
+        for src in todo:
+            mod = self._parse(src, parse_errors)
+            if mod is not None:
+                self.project.add(mod)
         self.analyzer = Analyzer(self.project, self._dispatch, self.settings.scalar_arg_names)
         for entry in self._entries():
             self.analyzer.analyze_entry(entry)
         for r in self.rules:
             r.on_finish()
+        parsed = set(self.project.by_path)
+        seen_errors = {e.path for e in parse_errors}
+        parse_errors.extend(e for e in checks.result() if e.path not in seen_errors
+                            and os.path.abspath(e.path) not in parsed)
+        result.errors.extend(parse_errors)
 
         reported = {s.abspath for s in sources}
         result.findings = self._filter(reported)
@@ -163,20 +160,25 @@ class Engine(api.ReportSink):
 
     def _entries(self) -> List[FunctionInfo]:
         """Compiled regions: nn.Module forwards, torch.compile'd functions, configured names."""
+        import fnmatch
+
         out: List[FunctionInfo] = []
-        extra = set(self.settings.entry_points)
+        extra = tuple(self.settings.entry_points)
+
+        def configured(fn: FunctionInfo) -> bool:  # names, Class.method, qualified names, globs
+            return any(fnmatch.fnmatchcase(n, pat) for pat in extra
+                       for n in (fn.name, fn.symbol, fn.qualname))
+
         for mod in sorted(self.project.all_modules(), key=lambda m: m.path):
             for fn in mod.functions.values():
                 if any(d in ("torch.compile", "torch.compiler.compile") for d in fn.decorators) \
-                        or fn.name in mod.compile_targets or fn.name in extra \
-                        or fn.qualname in extra:
+                        or fn.name in mod.compile_targets or configured(fn):
                     out.append(fn)
             for cls in mod.classes.values():
                 is_module = self.project.is_nn_module(cls)
                 for m in cls.methods.values():
                     wanted = (m.name == "forward" and is_module and self.settings.module_forward) \
-                        or m.symbol in extra or m.qualname in extra \
-                        or any(d in ("torch.compile",) for d in m.decorators)
+                        or configured(m) or any(d in ("torch.compile",) for d in m.decorators)
                     if wanted:
                         out.append(m)
         return out
@@ -286,6 +288,92 @@ class Engine(api.ReportSink):
             pass  # a read-only tree still gets its findings
 
 
+def _holds_region(src: files_mod.SourceFile) -> bool:
+    """The cheap first pass (ast, ~10x cheaper than libcst): does the file define a compiled
+    entry (a ``forward`` method, a torch.compile'd function), a custom op, a fake or a
+    disabled function? A file that does not parse goes to libcst, which reports the error."""
+    import ast
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(src.text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return True
+    markers = ("compile", "custom_op", "register_fake", "impl_abstract", "disable")
+    stack = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.ClassDef):
+            stack.extend(node.body)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if node.name == "forward":
+                return True
+            for dec in node.decorator_list:
+                if any(m in ast.unparse(dec) for m in markers):
+                    return True
+        elif isinstance(node, (ast.If, ast.Try, ast.With)):
+            stack.extend(node.body)
+            stack.extend(getattr(node, "orelse", []))
+            stack.extend(getattr(node, "finalbody", []))
+            for h in getattr(node, "handlers", []):
+                stack.extend(h.body)
+        elif isinstance(node, (ast.Expr, ast.Assign)) and isinstance(node.value, ast.Call):
+            text = ast.unparse(node.value.func)
+            if text.endswith(("compile", "register_fake", "impl_abstract", "register_abstract")):
+                return True
+    if COMPILE_CALL.search(src.text):  # torch.compile(fn) anywhere, e.g. inside a function
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name) \
+                    and ast.unparse(node.func) in ("torch.compile", "compile", "torch.compiler.compile"):
+                return True
+    return False
+
+
+class _SyntaxChecks:
+    """ast syntax checks of files that are not parsed with libcst, in a second process when
+    there are enough of them to pay for it (only the few errors travel back)."""
+
+    MIN_FOR_PROCESS = 300
+
+    def __init__(self, sources: Sequence[files_mod.SourceFile]) -> None:
+        self.sources = list(sources)
+        self.future = None
+        if len(self.sources) >= self.MIN_FOR_PROCESS and (os.cpu_count() or 1) > 1:
+            try:
+                import concurrent.futures
+                import multiprocessing
+
+                ctx = multiprocessing.get_context("fork")
+                self.pool = concurrent.futures.ProcessPoolExecutor(1, mp_context=ctx)
+                self.future = self.pool.submit(_syntax_errors_of, [s.abspath for s in self.sources])
+            except (ImportError, ValueError, OSError):
+                self.future = None
+
+    def result(self) -> List[FileError]:
+        if self.future is not None:
+            try:
+                rows = self.future.result()
+                return [FileError(files_mod.relpath(p), line, col, msg) for p, line, col, msg in rows]
+            except Exception:  # noqa: BLE001 - fall back to checking here
+                pass
+            finally:
+                self.pool.shutdown()
+        return [e for e in (_syntax_error(s) for s in self.sources) if e is not None]
+
+
+def _syntax_errors_of(paths: Sequence[str]) -> List[Tuple[str, int, int, str]]:
+    out = []
+    for p in paths:
+        src = files_mod.read_source(p)
+        if isinstance(src, files_mod.SourceFile):
+            err = _syntax_error(src)
+            if err is not None:
+                out.append((p, err.line, err.column, err.message))
+    return out
+
+
 def _syntax_error(src: files_mod.SourceFile) -> Optional[FileError]:
     import ast
     import warnings
@@ -342,20 +430,6 @@ def _importers(sources: Sequence[files_mod.SourceFile], index: Dict[str, List[st
             if isinstance(src, files_mod.SourceFile) and REGION_HINT.search(src.text) \
                     and pattern.search(src.text):
                 out.append(src)
-    return out
-
-
-def _import_candidates(target: str, mod: ModuleInfo, index: Dict[str, List[str]]) -> List[str]:
-    """Files an import may refer to: the module itself, or the package of ``from x import y``."""
-    out: List[str] = []
-    parts = target.split(".")
-    for cut in (len(parts), len(parts) - 1):
-        if cut <= 0:
-            continue
-        name = ".".join(parts[:cut])
-        files = index.get(name, [])
-        same_root = [f for f in files if files_mod.module_name_for(f)[1] == mod.root]
-        out.extend(same_root or files[:1])
     return out
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Set, Tuple, Union
+from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple, Union
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -21,7 +21,7 @@ REGION_HINT = re.compile(r"\bdef forward\b|\bcompile\(|\bcompile\b\s*$|custom_op
                          r"impl_abstract|compiler\.disable|_dynamo\.disable", re.M)
 FAKE_BY_NAME = re.compile(r"(\w+)\.(?:register_fake|register_abstract|impl_abstract)\b")
 FAKE_BY_OP = re.compile(r"(?:register_fake|impl_abstract)\(\s*['\"]([^'\"]+)['\"]")
-GLOBAL_STMT = re.compile(r"^\s+global\s", re.M)
+GLOBAL_STMT = re.compile(r"^[ \t]+global[ \t]+([\w, \t]+)$", re.M)
 COMPILE_CALL = re.compile(r"\bcompile\(\s*([A-Za-z_][\w.]*)")
 
 CONTAINER_CALLS = {"dict", "list", "set", "collections.OrderedDict", "collections.defaultdict",
@@ -289,11 +289,8 @@ class ModuleInfo:
             init = cls.methods.get("__init__")
             if init is not None:
                 cls.attrs = _init_attrs(init, self)
-        if GLOBAL_STMT.search(self.source.text):
-            for fn in self._all_functions():
-                for node in _walk(fn.node.body):
-                    if isinstance(node, cst.Global):
-                        self.mutated_globals.update(n.name.value for n in node.names)
+        for m in GLOBAL_STMT.finditer(self.source.text):  # `global X` inside a function
+            self.mutated_globals.update(n.strip() for n in m.group(1).split(",") if n.strip())
 
     def _all_functions(self) -> Iterable[FunctionInfo]:
         yield from self.functions.values()
@@ -444,10 +441,15 @@ class Project:
         self.fake_names: Set[str] = set()
         self.fake_ops: Set[str] = set()
         self._lookups: Dict[tuple, Optional[Union[FunctionInfo, ClassInfo]]] = {}
+        #: dotted name -> files of the tree, and how to parse one (set by the engine)
+        self.index: Dict[str, List[str]] = {}
+        self.loader: Optional[Callable[[str], Optional[ModuleInfo]]] = None
+        self._attempted: Set[str] = set()
         self._mros: Dict[str, List[ClassInfo]] = {}
         self._suffix: Dict[str, List[ModuleInfo]] = {}
 
     def add(self, module: ModuleInfo) -> None:
+        self._attempted.add(module.source.abspath)
         self._lookups.clear()
         self._mros.clear()
         self._suffix.clear()
@@ -460,8 +462,23 @@ class Project:
         return list(self.by_path.values())
 
     def find_module(self, name: str, near: Optional[ModuleInfo] = None) -> Optional[ModuleInfo]:
-        """A module by dotted name, preferring one beside ``near`` (same import root)."""
+        """A module by dotted name, preferring one beside ``near`` (same import root). Files
+        of the tree are parsed here, on first need: an import no analysed call goes through
+        never reaches the parser."""
         cands = self.modules.get(name, [])
+        if not cands and self.loader is not None:
+            paths = self.index.get(name, [])
+            if near is not None:
+                paths = sorted(paths, key=lambda p: os.path.dirname(p) != near.root and
+                               not p.startswith(near.root + os.sep))
+            for path in paths:
+                if path not in self._attempted:
+                    self._attempted.add(path)
+                    mod = self.loader(path)
+                    if mod is not None:
+                        self.add(mod)
+                    break
+            cands = self.modules.get(name, [])
         if not cands and "." in name:
             # a package imported through a longer path than its root gives it
             if name not in self._suffix:

@@ -1,0 +1,141 @@
+"""Speed of the static pass on large real trees, measured side by side in one run.
+
+Trees: the installed torch package's Python source, and a transformers source tree (its wheel
+is downloaded into bench/_downloads on first use; never committed). For each tree it times:
+  ast floor       ast.parse of every file, one process (the floor)
+  libcst parse    libcst.parse_module of every file, one process (what a naive linter pays)
+  cold            `shapelint check TREE` with an empty cache (interpreter start-up included)
+  warm            the same again, cache filled, nothing changed
+  pre-commit      `shapelint check` on 5 files of the tree, cache warm, from the tree's root
+and prints cold/ast-floor and the warm and pre-commit wall seconds.
+
+    python bench/speed.py [--trees torch,transformers] [--skip-libcst]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+import zipfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DOWNLOADS = os.path.join(HERE, "_downloads")
+TRANSFORMERS = "transformers==4.46.3"
+
+
+def torch_tree() -> str:
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.origin:
+        raise SystemExit("torch is not installed")
+    return os.path.dirname(spec.origin)
+
+
+def transformers_tree() -> str:
+    target = os.path.join(DOWNLOADS, "transformers-src")
+    if os.path.isdir(os.path.join(target, "transformers")):
+        return os.path.join(target, "transformers")
+    os.makedirs(DOWNLOADS, exist_ok=True)
+    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+                    "-d", DOWNLOADS, TRANSFORMERS], check=True)
+    wheel = sorted(glob.glob(os.path.join(DOWNLOADS, "transformers-*.whl")))[-1]
+    with zipfile.ZipFile(wheel) as zf:
+        zf.extractall(target)
+    return os.path.join(target, "transformers")
+
+
+def py_files(tree: str):
+    return sorted(glob.glob(os.path.join(tree, "**", "*.py"), recursive=True))
+
+
+def time_ast(files) -> float:
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for f in files:
+            try:
+                with open(f, "rb") as fh:
+                    ast.parse(fh.read())
+            except (SyntaxError, ValueError):
+                pass
+    return time.perf_counter() - t0
+
+
+def time_libcst(files) -> float:
+    import libcst
+
+    t0 = time.perf_counter()
+    for f in files:
+        try:
+            with open(f, encoding="utf-8") as fh:
+                libcst.parse_module(fh.read())
+        except Exception:  # noqa: BLE001
+            pass
+    return time.perf_counter() - t0
+
+
+def shapelint(args, cwd) -> float:
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "shapelint.cli", *args, "--exit-zero", "-o", os.devnull],
+                          cwd=cwd, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        print(f"  shapelint failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
+    return wall
+
+
+def bench_tree(name: str, tree: str, skip_libcst: bool) -> None:
+    files = py_files(tree)
+    lines = 0
+    for f in files:
+        try:
+            with open(f, "rb") as fh:
+                lines += fh.read().count(b"\n")
+        except OSError:
+            pass
+    print(f"{name}: {len(files)} files, {lines / 1e6:.2f} M lines ({tree})", flush=True)
+    floor = time_ast(files)
+    print(f"  ast floor      {floor:7.2f} s", flush=True)
+    if not skip_libcst:
+        print(f"  libcst parse   {time_libcst(files):7.2f} s", flush=True)
+    work = tempfile.mkdtemp(prefix="shapelint-speed-")
+    # a config beside the work dir so the cache lands there, not in the tree
+    with open(os.path.join(work, "shapelint.toml"), "w") as fh:
+        fh.write(f'cache-dir = "{os.path.join(work, "cache")}"\n')
+    cfg = ["--config", os.path.join(work, "shapelint.toml")]
+    cold = shapelint(["check", tree, *cfg], work)
+    print(f"  shapelint cold {cold:7.2f} s", flush=True)
+    warm = shapelint(["check", tree, *cfg], work)
+    print(f"  shapelint warm {warm:7.2f} s", flush=True)
+    picks = [f for f in files if "def forward" in open(f, encoding="utf-8", errors="ignore").read()][:5]
+    rel = [os.path.relpath(p, tree) for p in picks]
+    shapelint(["check", *rel, *cfg], tree)  # fill the cache for this file set
+    pre = shapelint(["check", *rel, *cfg], tree)
+    print(f"  pre-commit (5 files, warm) {pre:5.2f} s", flush=True)
+    print(f"  RATIO {name}: cold/ast-floor = {cold / floor:.2f}, warm = {warm:.2f} s, "
+          f"pre-commit = {pre:.2f} s", flush=True)
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--trees", default="torch,transformers")
+    ap.add_argument("--skip-libcst", action="store_true")
+    args = ap.parse_args(argv)
+    for name in args.trees.split(","):
+        tree = {"torch": torch_tree, "transformers": transformers_tree}[name]()
+        bench_tree(name, tree, args.skip_libcst)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
