@@ -84,8 +84,11 @@ def time_libcst(files) -> float:
 
 
 def shapelint(args, cwd) -> float:
+    # the console script, as users run it (`python -m` would put the tree's own modules,
+    # e.g. torch/random.py, in front of the standard library)
+    exe = os.path.join(os.path.dirname(sys.executable), "shapelint")
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "shapelint.cli", *args, "--exit-zero", "-o", os.devnull],
+    proc = subprocess.run([exe, *args, "--exit-zero", "-o", os.devnull],
                           cwd=cwd, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:

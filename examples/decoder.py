@@ -33,8 +33,8 @@ class DecoderBlock(nn.Module):
         v = v.view(b, v.shape[1], self.heads, -1).transpose(1, 2)
         scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
 
-        qpos = torch.arange(t) + start_pos  # hazard: a Python int position (SL301)
-        kpos = torch.arange(k.shape[2])
+        qpos = torch.arange(t, device=x.device) + start_pos  # hazard: a Python int position (SL301)
+        kpos = torch.arange(k.shape[2], device=x.device)
         allowed = kpos[None, :] <= qpos[:, None]
         if t > self.window:  # hazard: a branch on the sequence length (SL101)
             allowed = allowed & (qpos[:, None] - kpos[None, :] < self.window)

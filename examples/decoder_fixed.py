@@ -29,8 +29,8 @@ class DecoderBlock(nn.Module):
         v = v.view(b, v.shape[1], self.heads, -1).transpose(1, 2)
         scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
 
-        qpos = torch.arange(t) + start_pos
-        kpos = torch.arange(k.shape[2])
+        qpos = torch.arange(t, device=x.device) + start_pos
+        kpos = torch.arange(k.shape[2], device=x.device)
         offset = qpos[:, None] - kpos[None, :]
         allowed = (offset >= 0) & (offset < self.window)  # the window as a mask, no branch
         attn = scores.masked_fill(~allowed, float("-inf")).softmax(-1)

@@ -19,9 +19,9 @@ import textwrap
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
-import libcst as cst
+if TYPE_CHECKING:  # pragma: no cover - libcst is imported only when code is analysed
+    import libcst as cst
 
-if TYPE_CHECKING:  # pragma: no cover
     from shapelint.static.flow import FunctionContext
 
 # ---------------------------------------------------------------------------------------------
@@ -145,11 +145,11 @@ def tracked(*values: Value) -> Value:
 
 @dataclass
 class Site:
-    node: cst.CSTNode
+    node: "cst.CSTNode"
     value: Value
     fn: "FunctionContext"
 
-    def code(self, node: Optional[cst.CSTNode] = None) -> str:
+    def code(self, node: Optional["cst.CSTNode"] = None) -> str:
         """Source text of a node (the site's own node by default)."""
         return self.fn.code(node if node is not None else self.node)
 
@@ -181,13 +181,17 @@ class Call(Site):
     has_fake: bool = True  # custom op callee has a register_fake/impl_abstract in the tree
     module_class: str = ""  # qualified class name when calling a submodule
 
-    def arg_node(self, index: int) -> Optional[cst.Arg]:
+    def arg_node(self, index: int) -> Optional["cst.Arg"]:
+        import libcst as cst
+
         node = self.node
         assert isinstance(node, cst.Call)
         positional = [a for a in node.args if a.keyword is None and not a.star]
         return positional[index] if index < len(positional) else None
 
     def has_kwarg(self, name: str) -> bool:
+        import libcst as cst
+
         node = self.node
         assert isinstance(node, cst.Call)
         return any(a.keyword is not None and a.keyword.value == name for a in node.args)
@@ -299,7 +303,7 @@ class Rule:
         """Called once after every compiled region was walked."""
 
     # -- reporting ------------------------------------------------------------------------------
-    def report(self, site: Site, message: str, *, node: Optional[cst.CSTNode] = None,
+    def report(self, site: Site, message: str, *, node: Optional["cst.CSTNode"] = None,
                hint: Optional[str] = None) -> None:
         self._sink.report(self, site.fn, node if node is not None else site.node, message,
                           hint if hint is not None else self.hint)
@@ -325,7 +329,7 @@ class Rule:
 class ReportSink:
     """Receives reports from rules (implemented by the engine)."""
 
-    def report(self, rule: Rule, fn: "FunctionContext", node: cst.CSTNode, message: str,
+    def report(self, rule: Rule, fn: "FunctionContext", node: "cst.CSTNode", message: str,
                hint: str) -> None:  # pragma: no cover - interface
         raise NotImplementedError
 

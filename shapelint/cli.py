@@ -167,10 +167,21 @@ def project_root(paths: Sequence[str], settings: Settings) -> Optional[str]:
 
 def run_static(paths: Sequence[str], settings: Settings, rules, enabled, use_cache: bool = True,
                root: Optional[str] = None) -> CheckResult:
-    from shapelint.static.engine import Engine
+    """The static pass; a cache hit returns before libcst and networkx are even imported."""
+    root = root or project_root(paths, settings)
 
-    engine = Engine(rules, enabled, settings)
-    return engine.check(paths, root=root or project_root(paths, settings), use_cache=use_cache)
+    def run():
+        from shapelint.static.engine import Engine
+
+        engine = Engine(rules, enabled, settings)
+        return engine.check(paths, root=root, use_cache=False), engine.context_paths
+
+    if not use_cache:
+        return run()[0]
+    from shapelint.static.cache import cached_check
+    from shapelint.static.engine_paths import exclude_patterns
+
+    return cached_check(paths, settings, sorted(enabled), exclude_patterns(settings), run)
 
 
 def cmd_check(args: argparse.Namespace) -> int:

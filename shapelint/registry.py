@@ -27,8 +27,28 @@ def _rules_in(module: object) -> List[Type[Rule]]:
     return out
 
 
+def _rules_package():
+    """``shapelint.rules``: installed from ``rules/`` by the package-dir mapping, or, when
+    running from a source checkout that was not installed, the ``rules/`` folder beside it."""
+    try:
+        return importlib.import_module("shapelint.rules")
+    except ModuleNotFoundError:
+        import shapelint
+
+        folder = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(shapelint.__file__))), "rules")
+        init = os.path.join(folder, "__init__.py")
+        if not os.path.isfile(init):
+            raise
+        spec = importlib.util.spec_from_file_location("shapelint.rules", init,
+                                                      submodule_search_locations=[folder])
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        sys.modules["shapelint.rules"] = module
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        return module
+
+
 def builtin_rules() -> List[Type[Rule]]:
-    import shapelint.rules as pkg
+    pkg = _rules_package()
 
     found: List[Type[Rule]] = []
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):

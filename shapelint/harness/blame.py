@@ -25,6 +25,7 @@ SHORT_LOC = re.compile(r"#\s*(?P<path>[^\s#()]+\.py):(?P<line>\d+) in (?P<fn>\w+
 GB_AT = re.compile(r"Graph break(?: \([^)]*\))? in user code at (?P<path>.+):(?P<line>\d+)")
 GB_ID = re.compile(r"/gb/gb(\d{4})\.html")
 REASON_HEAD = re.compile(r"^(?P<frame>\d+)/(?P<compile>\d+): (?P<text>.*)$", re.S)
+ERROR_LINE = re.compile(r"^[\w.]*(?:Error|Exception|Unsupported)\b.*:")
 INPUT_REASONS = ("size mismatch", "stride mismatch", "rank mismatch", "dtype mismatch",
                  "device mismatch", "requires_grad mismatch", "dispatch key set mismatch")
 
@@ -135,15 +136,26 @@ class Recorder:
                             where)
 
     def _add_error(self, message: str, where: Optional[Tuple[str, int, str]]) -> None:
-        rec = {"shape": dict(self.shape), "message": message[:500],
-               "path": where[0] if where else None, "line": where[1] if where else None}
-        if not any(e["message"] == rec["message"] and e["shape"] == rec["shape"]
-                   for e in self.compile_errors):
-            self.compile_errors.append(rec)
+        """One record per shape: torch reports a failed compile several ways (the
+        dynamo_error artifact, compilation_metrics, the exception); keep the most telling
+        message and the first user line any of them names."""
+        shape = dict(self.shape)
+        for rec in self.compile_errors:
+            if rec["shape"] == shape:
+                if rec["path"] is None and where:
+                    rec["path"], rec["line"] = where[0], where[1]
+                if ERROR_LINE.match(message) and not ERROR_LINE.match(rec["message"]):
+                    rec["message"] = message[:500]
+                return
+        self.compile_errors.append({"shape": shape, "message": message[:500],
+                                    "path": where[0] if where else None,
+                                    "line": where[1] if where else None})
 
     def _error(self, payload: str) -> None:
-        lines = [ln for ln in payload.strip().splitlines() if ln.strip()]
-        self._add_error(lines[-1] if lines else "compile error", self.text_frame(payload))
+        lines = [ln.strip() for ln in payload.strip().splitlines() if ln.strip()]
+        errors = [ln for ln in lines if ERROR_LINE.match(ln)]
+        self._add_error(errors[-1] if errors else (lines[-1] if lines else "compile error"),
+                        self.text_frame(payload))
 
     def _specialization(self, md: Dict[str, Any]) -> None:
         where = self.user_frame(md.get("user_stack"))

@@ -171,9 +171,7 @@ def run(spec: TargetSpec, out: Out) -> int:
                 torch.cuda.synchronize()
         except Exception as exc:  # noqa: BLE001 - one bad shape must not end the run
             error = ("out of memory: " if _is_oom(exc) else "") + _short_exc(exc)
-            where = recorder.text_frame(traceback.format_exc() + "\n" + str(exc))
-            if not recorder.compile_errors or recorder.compile_errors[-1].get("shape") != shape:
-                recorder._add_error(_short_exc(exc), where)
+            recorder._add_error(_short_exc(exc), recorder.text_frame(traceback.format_exc() + "\n" + str(exc)))
             if device.startswith("cuda") and _is_oom(exc):
                 torch.cuda.empty_cache()
         row = {"batch": shape["batch"], "seq_len": shape["seq_len"],

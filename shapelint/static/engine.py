@@ -7,8 +7,6 @@ tree never need it). Results are cached by content hash.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple, Type
 
@@ -21,6 +19,7 @@ from shapelint.finding import CheckResult, FileError, Finding, Location, relpath
 from shapelint.static import files as files_mod
 from shapelint.static.flow import Analyzer, FunctionContext
 from shapelint.static.project import (COMPILE_CALL, REGION_HINT, FunctionInfo, ModuleInfo, Project)
+from shapelint.static.engine_paths import anchor, exclude_patterns
 from shapelint.static.suppress import Suppressions
 
 UNUSED_SUPPRESSION = "SL001"
@@ -74,9 +73,22 @@ class Engine(api.ReportSink):
     # -- the run --------------------------------------------------------------------------------
     def check(self, paths: Sequence[str], root: Optional[str] = None,
               use_cache: bool = True) -> CheckResult:
-        exclude = tuple(self.settings.exclude) + tuple(self.settings.extend_exclude)
-        exclude = tuple(_anchor(p, self.settings.base_dir) for p in exclude)
-        found, errors = files_mod.discover(paths, exclude)
+        """Check ``paths``; with ``use_cache``, return the cached result when no file changed."""
+        if not use_cache:
+            return self._check(paths, root)
+        from shapelint.static.cache import cached_check
+
+        def run():
+            result = self._check(paths, root)
+            return result, self.context_paths
+
+        return cached_check(paths, self.settings, sorted(self.enabled), self._exclude(), run)
+
+    def _exclude(self) -> Tuple[str, ...]:
+        return exclude_patterns(self.settings)
+
+    def _check(self, paths: Sequence[str], root: Optional[str] = None) -> CheckResult:
+        found, errors = files_mod.discover(paths, self._exclude())
         result = CheckResult(errors=list(errors))
         sources = []
         for f in found:
@@ -92,13 +104,7 @@ class Engine(api.ReportSink):
         index = _module_index(root or files_mod.common_root(list(paths)) or ".", found)
         context = _importers(sources, index, found) if any(os.path.isfile(p) for p in paths) else []
 
-        cache_key = self._cache_key(sources + context)
-        if use_cache:
-            cached = self._cache_load(cache_key)
-            if cached is not None:
-                cached.errors = result.errors + cached.errors
-                cached.files_checked = result.files_checked
-                return cached
+        self.context_paths = [c.abspath for c in context]
 
         # parse the files that may hold a region; the project parses what they import on
         # first need; the other files get a syntax check on a second core meanwhile
@@ -138,8 +144,6 @@ class Engine(api.ReportSink):
         result.unused_suppressions = self._unused(reported)
         result.findings.sort(key=Finding.sort_key)
         result.errors.sort(key=lambda e: (e.path, e.line))
-        if use_cache:
-            self._cache_store(cache_key, result, exclude_errors=errors)
         return result
 
     def _parse(self, src: files_mod.SourceFile, errors: List[FileError]) -> Optional[ModuleInfo]:
@@ -208,7 +212,7 @@ class Engine(api.ReportSink):
         import fnmatch
 
         for pattern, codes in self.settings.per_file_ignores.items():
-            pat = _anchor(pattern, self.settings.base_dir)
+            pat = anchor(pattern, self.settings.base_dir)
             if fnmatch.fnmatch(os.path.abspath(f.path), pat) or fnmatch.fnmatch(f.path, pattern):
                 if any(c == "ALL" or f.rule.startswith(c) for c in codes):
                     return True
@@ -233,59 +237,6 @@ class Engine(api.ReportSink):
                     severity=rule.severity, hint=rule.hint, source_line=mod.line_text(sup.line).strip()))
         return out
 
-    # -- cache ----------------------------------------------------------------------------------
-    def _cache_key(self, sources: Iterable[files_mod.SourceFile]) -> str:
-        h = hashlib.sha256()
-        h.update(__version__.encode())
-        h.update(self.settings.fingerprint().encode())
-        h.update(",".join(sorted(self.enabled)).encode())
-        h.update(os.getcwd().encode())
-        for s in sorted(sources, key=lambda s: s.abspath):
-            h.update(s.abspath.encode())
-            h.update(s.digest.encode())
-        return h.hexdigest()[:32]
-
-    def _cache_path(self, key: str) -> str:
-        d = self.settings.cache_dir
-        if not os.path.isabs(d):
-            d = os.path.join(self.settings.base_dir, d)
-        return os.path.join(d, f"check-{key}.json")
-
-    def _cache_load(self, key: str) -> Optional[CheckResult]:
-        path = self._cache_path(key)
-        try:
-            with open(path, encoding="utf-8") as fh:
-                data = json.load(fh)  # plain JSON: nothing read back is executed
-            return CheckResult(
-                findings=[Finding.from_json(f) for f in data["findings"]],
-                errors=[FileError(**e) for e in data["errors"]],
-                unused_suppressions=[Finding.from_json(f) for f in data["unused"]])
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
-
-    def _cache_store(self, key: str, result: CheckResult, exclude_errors: List[FileError]) -> None:
-        path = self._cache_path(key)
-        data = {"version": __version__,
-                "findings": [dict(f.to_json(), source_line=f.source_line) for f in result.findings],
-                "errors": [e.to_json() for e in result.errors
-                           if e not in exclude_errors and not e.message.startswith("cannot read")
-                           and not e.message.startswith("file too large")
-                           and not e.message.startswith("cannot decode")
-                           and "NUL byte" not in e.message],
-                "unused": [dict(f.to_json(), source_line=f.source_line)
-                           for f in result.unused_suppressions]}
-        try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            gitignore = os.path.join(os.path.dirname(path), ".gitignore")
-            if not os.path.exists(gitignore):
-                with open(gitignore, "w") as fh:
-                    fh.write("*\n")
-            tmp = f"{path}.{os.getpid()}.tmp"
-            with open(tmp, "w", encoding="utf-8") as fh:
-                json.dump(data, fh)
-            os.replace(tmp, path)
-        except OSError:
-            pass  # a read-only tree still gets its findings
 
 
 def _holds_region(src: files_mod.SourceFile) -> bool:
@@ -387,12 +338,6 @@ def _syntax_error(src: files_mod.SourceFile) -> Optional[FileError]:
     except (ValueError, RecursionError, MemoryError) as exc:
         return FileError(src.path, 1, 1, f"cannot parse: {exc}")
     return None
-
-
-def _anchor(pattern: str, base: str) -> str:
-    if os.path.isabs(pattern) or pattern.startswith("*"):
-        return pattern
-    return os.path.join(os.path.abspath(base), pattern)
 
 
 def _module_index(root: str, found: Sequence[str]) -> Dict[str, List[str]]:

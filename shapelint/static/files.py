@@ -30,14 +30,25 @@ class SourceFile:
     digest: str
 
 
-def _excluded(path: str, patterns: Sequence[str], root: str = ".") -> bool:
-    """Whether ``path`` matches an exclude glob: by name, by path relative to the working
-    directory, or by path relative to the root being walked (never by the root's ancestors,
-    so checking a tree inside site-packages works)."""
+def _split(patterns: Sequence[str]) -> Tuple[frozenset, Tuple[str, ...]]:
+    """Plain names (matched by a set lookup on the basename) and real globs."""
+    plain = frozenset(p.rstrip("/") for p in patterns if not any(c in p for c in "*?[/"))
+    globs = tuple(p.rstrip("/") for p in patterns if any(c in p for c in "*?[/"))
+    return plain, globs
+
+
+def _excluded(path: str, patterns: Sequence[str], root: str = ".", split=None) -> bool:
+    """Whether ``path`` matches an exclude glob: by name, by path relative to the root being
+    walked, or by absolute path (never by the root's ancestors, so checking a tree inside
+    site-packages works)."""
+    plain, globs = split or _split(patterns)
     name = os.path.basename(path)
-    candidates = {os.path.relpath(path, root), os.path.abspath(path)}
-    for pat in patterns:
-        pat = pat.rstrip("/")
+    if name in plain:
+        return True
+    if not globs:
+        return False
+    candidates = (os.path.relpath(path, root), os.path.abspath(path))
+    for pat in globs:
         if fnmatch.fnmatch(name, pat):
             return True
         for c in candidates:
@@ -49,6 +60,7 @@ def _excluded(path: str, patterns: Sequence[str], root: str = ".") -> bool:
 def discover(paths: Iterable[str], exclude: Sequence[str] = ()) -> Tuple[List[str], List[FileError]]:
     """Python files under ``paths`` (files named explicitly are always kept)."""
     patterns = tuple(DEFAULT_EXCLUDES) + tuple(exclude)
+    split = _split(patterns)
     found: List[str] = []
     errors: List[FileError] = []
     seen_dirs: set = set()
@@ -69,11 +81,11 @@ def discover(paths: Iterable[str], exclude: Sequence[str] = ()) -> Tuple[List[st
                 continue
             seen_dirs.add(real)
             dirnames[:] = sorted(d for d in dirnames
-                                 if not _excluded(os.path.join(dirpath, d), patterns, root))
+                                 if not _excluded(os.path.join(dirpath, d), patterns, root, split))
             for fname in sorted(filenames):
                 if fname.endswith((".py", ".pyi")) and not fname.endswith(".pyi"):
                     full = os.path.join(dirpath, fname)
-                    if not _excluded(full, patterns, root):
+                    if not _excluded(full, patterns, root, split):
                         found.append(os.path.abspath(full))
     # keep order, drop duplicates
     return list(dict.fromkeys(found)), errors

@@ -1,0 +1,133 @@
+"""The result cache: plain JSON keyed by content hashes, shapelint's version and the settings.
+
+A stat index remembers each file's (size, mtime) and content hash, so a warm run re-reads only
+files whose stat changed, and a hit returns before libcst or networkx are imported. Nothing read
+back is executed (no pickle)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+from shapelint import __version__
+from shapelint.config import Settings
+from shapelint.finding import CheckResult, FileError, Finding
+
+
+class RunCache:
+    def __init__(self, settings: Settings, enabled: Iterable[str]) -> None:
+        self.settings = settings
+        self.enabled = sorted(enabled)
+        d = settings.cache_dir
+        self.dir = d if os.path.isabs(d) else os.path.join(os.path.abspath(settings.base_dir), d)
+        self._index: Optional[Dict[str, List]] = None
+        self._dirty = False
+
+    # -- file digests -------------------------------------------------------------------------
+    def _index_path(self) -> str:
+        return os.path.join(self.dir, "stat-index.json")
+
+    def index(self) -> Dict[str, List]:
+        if self._index is None:
+            try:
+                with open(self._index_path(), encoding="utf-8") as fh:
+                    data = json.load(fh)
+                self._index = data if isinstance(data, dict) else {}
+            except (OSError, ValueError):
+                self._index = {}
+        return self._index
+
+    def digest(self, path: str) -> Optional[str]:
+        """Content hash of a file, from the stat index when its size and mtime match."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        entry = self.index().get(path)
+        if entry and entry[0] == st.st_size and entry[1] == st.st_mtime_ns:
+            return entry[2]
+        try:
+            with open(path, "rb") as fh:
+                digest = hashlib.sha256(fh.read()).hexdigest()
+        except OSError:
+            return None
+        self.index()[path] = [st.st_size, st.st_mtime_ns, digest]
+        self._dirty = True
+        return digest
+
+    def key(self, files: Sequence[str], paths: Sequence[str]) -> str:
+        h = hashlib.sha256()
+        for part in (__version__, self.settings.fingerprint(), ",".join(self.enabled), os.getcwd(),
+                     "\0".join(sorted(os.path.abspath(p) for p in paths))):
+            h.update(part.encode())
+            h.update(b"\0")
+        for f in sorted(files):
+            h.update(f.encode())
+            h.update((self.digest(f) or "unreadable").encode())
+        return h.hexdigest()[:32]
+
+    # -- results --------------------------------------------------------------------------------
+    def _result_path(self, key: str) -> str:
+        return os.path.join(self.dir, f"check-{key}.json")
+
+    def load(self, key: str) -> Optional[CheckResult]:
+        try:
+            with open(self._result_path(key), encoding="utf-8") as fh:
+                data = json.load(fh)
+            for path, digest in data.get("context", {}).items():  # files read for resolution
+                if self.digest(path) != digest:
+                    return None
+            return CheckResult(
+                findings=[Finding.from_json(f) for f in data["findings"]],
+                errors=[FileError(**e) for e in data["errors"]],
+                unused_suppressions=[Finding.from_json(f) for f in data["unused"]],
+                files_checked=int(data.get("files_checked", 0)))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def store(self, key: str, result: CheckResult, context: Iterable[str] = ()) -> None:
+        data = {"version": __version__, "files_checked": result.files_checked,
+                "findings": [dict(f.to_json(), source_line=f.source_line) for f in result.findings],
+                "errors": [e.to_json() for e in result.errors],
+                "unused": [dict(f.to_json(), source_line=f.source_line) for f in result.unused_suppressions],
+                "context": {p: self.digest(p) for p in context}}
+        self._write(self._result_path(key), data)
+        self.flush()
+
+    def flush(self) -> None:
+        if self._dirty and self._index is not None:
+            self._write(self._index_path(), self._index)
+            self._dirty = False
+
+    def _write(self, path: str, data) -> None:
+        try:
+            os.makedirs(self.dir, exist_ok=True)
+            ignore = os.path.join(self.dir, ".gitignore")
+            if not os.path.exists(ignore):
+                with open(ignore, "w") as fh:
+                    fh.write("*\n")
+            tmp = f"{path}.{os.getpid()}.tmp"
+            with open(tmp, "w", encoding="utf-8") as fh:
+                json.dump(data, fh)
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a read-only tree still gets its findings
+
+
+def cached_check(paths: Sequence[str], settings: Settings, enabled: Sequence[str],
+                 exclude: Tuple[str, ...], run) -> CheckResult:
+    """Return the cached result for these files, or ``run()`` and store what it returns."""
+    from shapelint.static import files as files_mod
+
+    found, discover_errors = files_mod.discover(paths, exclude)
+    cache = RunCache(settings, enabled)
+    key = cache.key(found, paths)
+    hit = cache.load(key)
+    if hit is not None:
+        hit.errors = discover_errors + [e for e in hit.errors if e not in discover_errors]
+        return hit
+    result, context = run()
+    cache.store(key, result, context)
+    return result

@@ -1,0 +1,19 @@
+"""Exclude patterns anchored at the config file's folder (light: no libcst import)."""
+
+from __future__ import annotations
+
+import os
+from typing import Tuple
+
+from shapelint.config import Settings
+
+
+def anchor(pattern: str, base: str) -> str:
+    if os.path.isabs(pattern) or pattern.startswith("*"):
+        return pattern
+    return os.path.join(os.path.abspath(base), pattern)
+
+
+def exclude_patterns(settings: Settings) -> Tuple[str, ...]:
+    exclude = tuple(settings.exclude) + tuple(settings.extend_exclude)
+    return tuple(anchor(p, settings.base_dir) for p in exclude)
