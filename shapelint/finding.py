@@ -135,6 +135,18 @@ class CheckResult:
         return sorted(self.findings + self.unused_suppressions, key=Finding.sort_key)
 
 
+def shape_text(shape: Optional[Dict[str, Any]]) -> str:
+    """``batch=8 seq_len=16`` for a replayed shape (or a label a test gave it)."""
+    if not shape:
+        return "?"
+    if "label" in shape:
+        return str(shape["label"])
+    text = f"batch={shape.get('batch')}"
+    if shape.get("seq_len") is not None:
+        text += f" seq_len={shape['seq_len']}"
+    return text
+
+
 def relpath(path: str, start: Optional[str] = None) -> str:
     """Path relative to the working directory when under it, else absolute."""
     import os

@@ -11,6 +11,7 @@ import logging
 import os
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
+from shapelint.finding import shape_text
 from shapelint.harness.target import DEFAULT_BATCHES, TargetSpec
 
 
@@ -38,17 +39,6 @@ def _predictions(paths: Iterable[str]) -> Dict[tuple, List[str]]:
     return out
 
 
-def _shape(shape: Optional[Dict[str, Any]]) -> str:
-    if not shape:
-        return "a call"
-    if "label" in shape:
-        return str(shape["label"])
-    s = f"batch={shape.get('batch')}"
-    if shape.get("seq_len") is not None:
-        s += f" seq_len={shape['seq_len']}"
-    return s
-
-
 def explain(summary: Dict[str, Any], header: str) -> str:
     """The failure message: every recompile, graph break and compile error, with its line."""
     events = [("recompile", r) for r in summary.get("recompiles", [])] + \
@@ -60,7 +50,7 @@ def explain(summary: Dict[str, Any], header: str) -> str:
     for kind, ev in events:
         reason = ev.get("reason") or ev.get("message") or ""
         gb = f" [{ev['registry_id']}]" if ev.get("registry_id") else ""
-        lines.append(f"  {kind} at {_shape(ev.get('shape'))}: {reason}{gb}")
+        lines.append(f"  {kind} at {shape_text(ev.get('shape'))}: {reason}{gb}")
         path = ev.get("abspath") or ev.get("path")
         if path and ev.get("line"):
             src = linecache.getline(os.path.abspath(path), int(ev["line"])).strip()

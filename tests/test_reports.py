@@ -122,9 +122,13 @@ def _chromium():
                 return os.path.join(d, name)
     if os.environ.get("SHAPELINT_NO_APT"):
         return None
-    try:  # the test set-up installs Debian's chromium where it can
-        subprocess.run(["apt-get", "install", "-y", "-q", "chromium"], capture_output=True, timeout=600,
-                       env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    try:  # the test set-up installs Debian's chromium where it can (a fresh CI machine)
+        for step in (["apt-get", "install", "-y", "-q", "chromium"], ["apt-get", "update", "-q"],
+                     ["apt-get", "install", "-y", "-q", "chromium"]):
+            done = subprocess.run(step, capture_output=True, timeout=900, env=env)
+            if step[1] == "install" and done.returncode == 0:
+                break
     except (OSError, subprocess.SubprocessError):
         return None
     return "/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None

@@ -9,7 +9,7 @@ import sys
 from typing import Any, Dict, List, Optional
 
 from shapelint.config import ConfigError, validate_target
-from shapelint.finding import CheckResult
+from shapelint.finding import CheckResult, shape_text
 from shapelint.harness.target import TargetError, TargetSpec, source_file
 
 
@@ -92,9 +92,8 @@ class Progress:
         if self._rich is not None and self._task is not None:
             self._rich.advance(self._task)
         else:
-            seq = f" seq_len={row['seq_len']}" if row.get("seq_len") is not None else ""
             err = f"  error: {row['error']}" if row.get("error") else ""
-            print(f"  batch={row['batch']}{seq}: {row['new_compiles']} new compile(s) "
+            print(f"  {shape_text(row)}: {row['new_compiles']} new compile(s) "
                   f"({row['seconds']:.2f}s){err}", file=sys.stderr, flush=True)
 
     def done(self, spec: TargetSpec, result: Dict[str, Any]) -> None:

@@ -11,21 +11,13 @@ import linecache
 import os
 from typing import Any, Dict, Iterable, List, Tuple
 
-from shapelint.finding import (CONFIRMED, NOT_SEEN, UNPREDICTED, Finding, Location, relpath)
+from shapelint.finding import (CONFIRMED, NOT_SEEN, UNPREDICTED, Finding, Location, relpath,
+                               shape_text)
 
 EVENT_RULES = {"recompile": ("SL900", "unpredicted-recompile"),
                "graph-break": ("SL901", "unpredicted-graph-break"),
                "specialization": ("SL902", "unpredicted-specialization"),
                "compile-error": ("SL903", "unpredicted-compile-error")}
-
-
-def _shape_text(shape: Dict[str, Any]) -> str:
-    if not shape:
-        return "?"
-    s = f"batch={shape.get('batch')}"
-    if shape.get("seq_len") is not None:
-        s += f" seq_len={shape['seq_len']}"
-    return s
 
 
 def events_of(target: Dict[str, Any]) -> Iterable[Dict[str, Any]]:
@@ -55,7 +47,7 @@ def events_of(target: Dict[str, Any]) -> Iterable[Dict[str, Any]]:
 
 def _summary(ev: Dict[str, Any]) -> str:
     extra = f" [{ev['registry_id']}]" if ev.get("registry_id") else ""
-    return f"{ev['kind']} at {_shape_text(ev.get('shape') or {})} ({ev['target']}): {ev.get('reason', '')}{extra}"
+    return f"{ev['kind']} at {shape_text(ev.get('shape') or {})} ({ev['target']}): {ev.get('reason', '')}{extra}"
 
 
 def join(findings: List[Finding], targets: List[Dict[str, Any]],
@@ -67,7 +59,7 @@ def join(findings: List[Finding], targets: List[Dict[str, Any]],
     by_line: Dict[Tuple[str, int], List[Dict[str, Any]]] = {}
     for ev in events:
         by_line.setdefault((os.path.abspath(ev["abspath"]), int(ev["line"])), []).append(ev)
-    tried = sorted({_shape_text(s) for t in targets for s in t.get("shapes", [])})
+    tried = sorted({shape_text(s) for t in targets for s in t.get("shapes", [])})
     claimed = set()
     out: List[Finding] = []
     for f in findings:

@@ -10,7 +10,7 @@ import html
 from collections import Counter
 from typing import List
 
-from shapelint.finding import CheckResult
+from shapelint.finding import CheckResult, shape_text
 from shapelint.report.ranking import ranked
 
 LIMIT = 1024 * 1024
@@ -52,7 +52,7 @@ def render(result: CheckResult, *, rules, targets, color=False, statistics=False
                        f"{cell(verdict)} |")
         out.append("")
         for t in targets:
-            rows = [f"{cell(_shape(r))}: {r['new_compiles']}" for r in t.get("per_shape", [])]
+            rows = [f"{cell(shape_text(r))}: {r['new_compiles']}" for r in t.get("per_shape", [])]
             if rows:
                 out += [f"<details><summary>{cell(t['name'])}: new compiles per shape</summary>", "",
                         "; ".join(rows), "", "</details>", ""]
@@ -90,7 +90,3 @@ def render(result: CheckResult, *, rules, targets, color=False, statistics=False
     if len(text.encode()) > LIMIT:  # never exceed, whatever happened above
         text = text.encode()[: LIMIT - 200].decode("utf-8", "ignore") + "\n\n(truncated)\n"
     return text
-
-
-def _shape(r) -> str:
-    return f"batch={r['batch']}" + (f" seq_len={r['seq_len']}" if r.get("seq_len") is not None else "")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import List
 
-from shapelint.finding import CheckResult
+from shapelint.finding import CheckResult, shape_text
 
 STATUS_MARK = {"confirmed": " [confirmed]", "not-seen": " [not seen]", "unpredicted": " [unpredicted]"}
 
@@ -84,12 +84,3 @@ def _target_lines(t) -> List[str]:
     if t.get("problems"):
         out.append(f"  FAILED: {'; '.join(t['problems'])}")
     return out
-
-
-def shape_text(shape) -> str:
-    if not shape:
-        return "?"
-    s = f"batch={shape.get('batch')}"
-    if shape.get("seq_len") is not None:
-        s += f" seq_len={shape['seq_len']}"
-    return s
