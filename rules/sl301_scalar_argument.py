@@ -75,7 +75,7 @@ class M(torch.nn.Module):
 
     def on_name_use(self, site: NameUse) -> None:
         origin = site.value.origin
-        if origin is None or site.passthrough:
+        if origin is None or site.passthrough or not site.value.is_scalar_arg:
             return
         self._first_use.setdefault(origin, site)
         self._roots.setdefault(origin, site.fn.root)

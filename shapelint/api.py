@@ -38,6 +38,7 @@ MODULE = "module"  # an nn.Module instance (a submodule)
 MODULE_LIST = "module_list"  # an nn.ModuleList / ModuleDict / Sequential
 RANGE = "range"  # range(...) over a size
 OPTIONAL = "optional"
+GLOBAL = "global"  # a module-level name that some function rebinds with `global`
 TENSOR_SEQ = "tensor_seq"  # a tuple/list of tensors (x.split(k), x.chunk(n), x.unbind())  # an argument that defaults to None and may hold a tensor
 
 
@@ -242,8 +243,8 @@ class BinaryOp(Site):
 
 @dataclass
 class NameUse(Site):
-    """A read of a local name; ``passthrough`` when it is only handed on to a helper that the
-    engine follows (so the real use is inside the helper)."""
+    """A read of a tracked name (a scalar argument, a mutable module global); ``passthrough``
+    when it is only handed on to a helper that the engine follows (the real use is inside)."""
 
     name: str = ""
     passthrough: bool = False

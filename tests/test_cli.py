@@ -165,3 +165,45 @@ def test_cache_round_trip(tmp_path):
     assert first == second
     (tmp_path / "m.py").write_text(CLEAN)
     assert run(["check", ".", "--format", "json"], tmp_path).returncode == 0
+
+
+USER_RULE = '''
+from shapelint.api import Call, Rule
+
+
+class NoCudaSync(Rule):
+    """
+    ## What it does
+    Finds torch.cuda.synchronize() in a compiled region.
+    ## Why is this bad?
+    It graph-breaks.
+    ## Example
+    torch.cuda.synchronize()
+    ## Use instead
+    Nothing.
+    """
+    code = "SL950"
+    name = "cuda-synchronize"
+    summary = "torch.cuda.synchronize() inside a compiled region"
+    evidence = ("graph-break",)
+    VALID = []
+    INVALID = []
+
+    def on_call(self, site: Call) -> None:
+        if site.callee == "torch.cuda.synchronize":
+            self.report(site, "synchronizes inside the compiled region")
+'''
+
+
+def test_user_rules_from_rule_paths(tmp_path):
+    write_tree(tmp_path, {"my_rules/sync.py": USER_RULE,
+                          "m.py": "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+                                  "        torch.cuda.synchronize()\n        return x\n"})
+    (tmp_path / "shapelint.toml").write_text('rule-paths = ["my_rules"]\nignore = ["SL1"]\n')
+    res = run(["check", "m.py", "--format", "json", "--no-cache"], tmp_path)
+    doc = json.loads(res.stdout)
+    assert [(f["rule"], f["line"]) for f in doc["findings"]] == [("SL950", 4)]
+    assert run(["check", "m.py", "--ignore", "SL950", "--no-cache"], tmp_path).returncode == 0
+    (tmp_path / "shapelint.toml").write_text('rule-paths = ["nowhere"]\n')
+    bad = run(["check", "m.py", "--no-cache"], tmp_path)
+    assert bad.returncode == 2 and "nowhere" in bad.stderr

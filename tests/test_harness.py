@@ -235,3 +235,13 @@ def test_device_auto_places_model_on_cuda(cases_root):
     res = run_target(case_spec(cases_root, "a04_size_lt_threshold", device="auto"))
     assert res["device"] == "cuda" and res["compiles"] == 3
     assert any(r.get("line") == 7 for r in res["recompiles"])
+
+
+def test_falls_back_to_torch_trace_files(cases_root, monkeypatch):
+    """Where the handler API is missing, the worker reads TORCH_TRACE logs; same answers."""
+    monkeypatch.setenv("SHAPELINT_TRACE_SOURCE", "file")
+    res = run_target(case_spec(cases_root, "a04_size_lt_threshold"))
+    assert res["trace_source"].startswith("TORCH_TRACE"), res["trace_source"]
+    assert res["error"] is None and res["compiles"] == 3
+    assert [r["new_compiles"] for r in res["per_shape"]] == [1, 1, 0, 0, 0, 1]
+    assert any(r.get("line") == 7 and r["shape"]["batch"] == 17 for r in res["recompiles"])

@@ -10,10 +10,12 @@ everything that finished even if this process hangs, runs out of memory or crash
 from __future__ import annotations
 
 import contextlib
+import glob
 import inspect
 import json
 import os
 import sys
+import tempfile
 import time
 import traceback
 from typing import Any, Dict, List, Tuple
@@ -84,7 +86,16 @@ def run(spec: TargetSpec, out: Out) -> int:
         return 3
 
     from shapelint.harness.blame import Recorder
-    from shapelint.harness.trace import Collector, attach
+    from shapelint.harness.trace import Collector, attach, parse_trace_file
+
+    trace_dir = os.environ.get("SHAPELINT_TRACE_DIR")
+    if not trace_dir and (os.environ.get("SHAPELINT_TRACE_SOURCE") == "file"
+                          or not _has_trace_api()):
+        # no handler API in this torch: start again with TORCH_TRACE and read its log files
+        trace_dir = tempfile.mkdtemp(prefix="shapelint-trace-")
+        env = dict(os.environ, TORCH_TRACE=trace_dir, SHAPELINT_TRACE_DIR=trace_dir)
+        out.fh.flush()
+        os.execve(sys.executable, [sys.executable, "-m", "shapelint.harness.worker", *sys.argv[1:]], env)
 
     os.environ.pop("TORCH_COMPILE_JOB_ID", None)  # PGO across processes makes runs irreproducible
     device = spec.device
@@ -94,7 +105,26 @@ def run(spec: TargetSpec, out: Out) -> int:
     collector = Collector()
     recorder = Recorder(collector, lambda: current)
     collector.on_event = recorder.on_event
-    source = attach(collector)
+    consumed = [0]
+    if trace_dir:
+        source = "TORCH_TRACE log files (the structured-trace handler API is unavailable)"
+
+        def feed() -> None:  # events of the shape that just ran
+            parsed = Collector()
+            for log in sorted(glob.glob(os.path.join(trace_dir, "*.log"))):
+                with open(log, encoding="utf-8", errors="replace") as fh:
+                    part = parse_trace_file(fh)
+                parsed.events.extend(part.events)
+                parsed.strings.update(part.strings)
+            collector.strings.update(parsed.strings)
+            for ev in parsed.events[consumed[0]:]:
+                recorder.on_event(ev)
+            consumed[0] = len(parsed.events)
+    else:
+        source = attach(collector)
+
+        def feed() -> None:
+            pass
     torch._dynamo.reset()
     torch._dynamo.utils.counters.clear()
 
@@ -174,6 +204,7 @@ def run(spec: TargetSpec, out: Out) -> int:
             recorder._add_error(_short_exc(exc), recorder.text_frame(traceback.format_exc() + "\n" + str(exc)))
             if device.startswith("cuda") and _is_oom(exc):
                 torch.cuda.empty_cache()
+        feed()
         row = {"batch": shape["batch"], "seq_len": shape["seq_len"],
                "new_compiles": recorder.compiles - before, "error": error,
                "seconds": round(time.perf_counter() - t0, 3)}
@@ -183,6 +214,16 @@ def run(spec: TargetSpec, out: Out) -> int:
     out.write({"type": "done", "summary": recorder.summary(),
                "seconds": round(time.perf_counter() - started, 3)})
     return 0
+
+
+def _has_trace_api() -> bool:
+    """Whether this torch lets a handler subscribe to the structured trace (2.4 and later)."""
+    try:
+        import torch._logging._internal as internal
+
+        return hasattr(internal, "trace_log") and hasattr(internal, "trace_structured")
+    except ImportError:
+        return False
 
 
 def _accepts_seq_len(fn: Any) -> bool:

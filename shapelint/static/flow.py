@@ -15,8 +15,8 @@ import libcst as cst
 import networkx as nx
 
 from shapelint import api
-from shapelint.api import (MASK, MODULE, MODULE_LIST, OPTIONAL, RANGE, SCALAR, SHAPE, SIZE, STATE,
-                           TENSOR, TENSOR_SEQ, UNKNOWN, Origin, Value)
+from shapelint.api import (GLOBAL, MASK, MODULE, MODULE_LIST, OPTIONAL, RANGE, SCALAR, SHAPE, SIZE,
+                           STATE, TENSOR, TENSOR_SEQ, UNKNOWN, Origin, Value)
 from shapelint.static.project import ClassInfo, FunctionInfo, ModuleInfo, Project, dotted
 
 MAX_DEPTH = 12
@@ -466,6 +466,11 @@ class Walker:
     def ev_Name(self, node: cst.Name) -> Value:
         v = self.env.get(node.value)
         if v is None:
+            if node.value in self.mod.mutated_globals:
+                v = Value(frozenset({GLOBAL}), self.origin(node), detail=node.value)
+                self.emit("on_name_use", api.NameUse(node, v, self.ctx, name=node.value,
+                                                     passthrough=self._passthrough))
+                return v
             return UNKNOWN
         if v.is_scalar_arg:
             self.emit("on_name_use", api.NameUse(node, v, self.ctx, name=node.value,
