@@ -57,8 +57,34 @@ def _excluded(path: str, patterns: Sequence[str], root: str = ".", split=None) -
     return False
 
 
-def discover(paths: Iterable[str], exclude: Sequence[str] = ()) -> Tuple[List[str], List[FileError]]:
-    """Python files under ``paths`` (files named explicitly are always kept)."""
+def _git_listed(root: str) -> Optional[List[str]]:
+    """Python files under ``root`` that git tracks or would track (``.gitignore`` honoured),
+    or None when ``root`` is not in a git work tree."""
+    import subprocess
+
+    try:
+        proc = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard",
+                               "--", "."], cwd=root, capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if proc.returncode != 0:
+        return None
+    ignored = subprocess.run(["git", "check-ignore", "-q", "."], cwd=root, capture_output=True)
+    if ignored.returncode == 0:  # the user named an ignored folder: check it all
+        return None
+    out = []
+    for rel in proc.stdout.decode("utf-8", "surrogateescape").split("\0"):
+        if rel.endswith(".py"):
+            full = os.path.abspath(os.path.join(root, rel))
+            if os.path.isfile(full):
+                out.append(full)
+    return sorted(set(out))
+
+
+def discover(paths: Iterable[str], exclude: Sequence[str] = (),
+             respect_gitignore: bool = True) -> Tuple[List[str], List[FileError]]:
+    """Python files under ``paths`` (files named explicitly are always kept); inside a git
+    work tree, files that ``.gitignore`` excludes are skipped."""
     patterns = tuple(DEFAULT_EXCLUDES) + tuple(exclude)
     split = _split(patterns)
     found: List[str] = []
@@ -70,6 +96,10 @@ def discover(paths: Iterable[str], exclude: Sequence[str] = ()) -> Tuple[List[st
             continue
         if not os.path.exists(root):
             errors.append(FileError(relpath(root), 1, 1, "no such file or directory"))
+            continue
+        listed = _git_listed(root) if respect_gitignore else None
+        if listed is not None:  # what git tracks or would track: .gitignore respected
+            found.extend(f for f in listed if not _excluded(f, patterns, root, split))
             continue
         for dirpath, dirnames, filenames in os.walk(root, followlinks=True,
                                                     onerror=lambda e: errors.append(

@@ -24,6 +24,21 @@ class Suppression:
         return self.codes is None or any(code.startswith(c) for c in self.codes)
 
 
+def _comments(text: str) -> List[Tuple[int, int, str]]:
+    """(line, 1-based column, text) of every real comment (not ``#`` inside a string)."""
+    import io
+    import tokenize
+
+    out = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.COMMENT:
+                out.append((tok.start[0], tok.start[1] + 1, tok.string))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        pass
+    return out
+
+
 def _codes(raw: Optional[str]) -> Optional[Tuple[str, ...]]:
     if not raw:
         return None
@@ -38,19 +53,16 @@ class Suppressions:
         self.file_level: List[Suppression] = []
         if "noqa" not in text and "shapelint:" not in text:
             return
-        for m in FILE_NOQA.finditer(text):
-            line = text.count("\n", 0, m.start()) + 1
-            self.file_level.append(Suppression(line, 1, _codes(m.group("codes"))))
-        for lineno, line in enumerate(text.splitlines(), 1):
-            if "#" not in line:
-                continue
-            if FILE_NOQA.match(line):
+        for lineno, col, comment in _comments(text):
+            if FILE_NOQA.match(comment):
+                m = FILE_NOQA.match(comment)
+                self.file_level.append(Suppression(lineno, col, _codes(m.group("codes"))))
                 continue
             for rx in (NOQA, IGNORE):
-                m = rx.search(line)
+                m = rx.search(comment)
                 if m:
                     self.by_line.setdefault(lineno, []).append(
-                        Suppression(lineno, m.start() + 1, _codes(m.group("codes"))))
+                        Suppression(lineno, col + m.start(), _codes(m.group("codes"))))
 
     def suppresses(self, code: str, line: int) -> bool:
         hit = False
