@@ -111,6 +111,12 @@ def main(argv=None) -> int:
                 for ev in target.get(key, []):
                     if ev.get("path") and ev.get("line"):
                         blamed.add((os.path.basename(ev["path"]), ev["line"]))
+            # a line is confirmed by an event blamed on it, or by a finding there that the
+            # join confirmed (a state write is confirmed by the guard on its later read)
+            for f in doc["findings"]:
+                if f.get("status") == "confirmed":
+                    blamed_or_confirmed = (os.path.basename(f["path"]), f["line"])
+                    blamed.add(blamed_or_confirmed)
             exp = [e for e in case.expected if e.get("triggered_by_batch_variation", True)]
             hit = [e for e in exp if (e["file"], e["line"]) in blamed]
             confirmed += len(hit)

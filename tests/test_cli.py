@@ -207,3 +207,20 @@ def test_user_rules_from_rule_paths(tmp_path):
     (tmp_path / "shapelint.toml").write_text('rule-paths = ["nowhere"]\n')
     bad = run(["check", "m.py", "--no-cache"], tmp_path)
     assert bad.returncode == 2 and "nowhere" in bad.stderr
+
+
+def test_huge_and_unreadable_files(tmp_path):
+    write_tree(tmp_path, {"ok.py": HAZARD})
+    with open(tmp_path / "huge.py", "w") as fh:  # 50 MB of valid Python
+        line = "x = 1  # " + "pad " * 20 + "\n"
+        fh.write(line * (50 * 1024 * 1024 // len(line)))
+    locked = tmp_path / "locked.py"
+    locked.write_text("x = 1\n")
+    locked.chmod(0)
+    res = run(["check", ".", "--format", "json", "--no-cache"], tmp_path, timeout=120)
+    doc = json.loads(res.stdout)
+    msgs = {e["path"]: e["message"] for e in doc["errors"]}
+    assert "too large" in msgs["huge.py"]
+    if os.geteuid() != 0:  # root reads anything
+        assert "cannot read" in msgs["locked.py"]
+    assert [f["path"] for f in doc["findings"]] == ["ok.py"] and res.returncode == 1

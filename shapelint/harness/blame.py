@@ -59,6 +59,7 @@ class Recorder:
         self._gb_seen: set = set()
         self._spec_seen: set = set()
         self._recompile_seen: set = set()
+        self.varying: Callable[[], set] = set
 
     # -- helpers ----------------------------------------------------------------------------------
     def is_user(self, path: Optional[str]) -> bool:
@@ -159,9 +160,11 @@ class Recorder:
 
     def _specialization(self, md: Dict[str, Any]) -> None:
         where = self.user_frame(md.get("user_stack"))
+        sources = [str(x) for x in md.get("sources") or []]
         rec = {"shape": dict(self.shape), "symbol": md.get("symbol"), "value": md.get("value"),
-               "reason": md.get("reason"), "sources": md.get("sources") or [],
-               "path": where[0] if where else None, "line": where[1] if where else None}
+               "reason": md.get("reason"), "sources": sources,
+               "path": where[0] if where else None, "line": where[1] if where else None,
+               "benign": False}
         key = (rec["path"], rec["line"], str(rec["sources"]), rec["value"])
         if key not in self._spec_seen:
             self._spec_seen.add(key)
@@ -287,8 +290,17 @@ class Recorder:
         except Exception:  # noqa: BLE001 - fall back to the reason text
             return None
 
+    def mark_benign(self) -> None:
+        """A specialization is benign when none of its sources is an input size that varied
+        across the replayed shapes: a constant feature dim (nn.Linear's 32 under dynamic=True)
+        or a float attribute (``eps``) pinned to the value it always has."""
+        varying = self.varying()
+        for rec in self.specializations:
+            rec["benign"] = not any(src in varying for src in rec["sources"])
+
     # -- summary ----------------------------------------------------------------------------------
     def summary(self) -> Dict[str, Any]:
+        self.mark_benign()
         return {"compiles": self.compiles, "frames": list(self.frames.values()),
                 "recompiles": self.recompiles, "specializations": self.specializations,
                 "graph_breaks": self.graph_breaks, "compile_errors": self.compile_errors}

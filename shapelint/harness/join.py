@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import linecache
 import os
+import re
 from typing import Any, Dict, Iterable, List, Tuple
 
 from shapelint.finding import (CONFIRMED, NOT_SEEN, UNPREDICTED, Finding, Location, relpath,
@@ -29,7 +30,7 @@ def events_of(target: Dict[str, Any]) -> Iterable[Dict[str, Any]]:
                    "shape": r.get("shape"), "reason": r.get("reason"), "detail": r.get("kind"),
                    "guard": r.get("guard")}
     for s in target.get("specializations", []):
-        if s.get("abspath") and s.get("line"):
+        if s.get("abspath") and s.get("line") and not s.get("benign"):
             yield {"kind": "specialization", "target": name, "abspath": s["abspath"], "line": s["line"],
                    "shape": s.get("shape"),
                    "reason": f"{', '.join(s.get('sources') or [])} specialized to {s.get('value')} "
@@ -48,6 +49,24 @@ def events_of(target: Dict[str, Any]) -> Iterable[Dict[str, Any]]:
 def _summary(ev: Dict[str, Any]) -> str:
     extra = f" [{ev['registry_id']}]" if ev.get("registry_id") else ""
     return f"{ev['kind']} at {shape_text(ev.get('shape') or {})} ({ev['target']}): {ev.get('reason', '')}{extra}"
+
+
+STATE_ATTR = re.compile(r"`self\.(\w+)`")
+
+
+def _guards_on_written_state(f: Finding, events: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """torch blames a guard on module state on the line that *reads* it; a state-mutation
+    finding sits on the write, so it is confirmed by a recompile whose guard names the
+    attribute (``self._seq_len_cached == 5``) in the same file."""
+    if "recompile" not in f.evidence or f.rule != "SL302":
+        return []
+    m = STATE_ATTR.search(f.message)
+    if not m:
+        return []
+    attr = re.compile(r"\b" + re.escape(m.group(1)) + r"\b")
+    return [ev for ev in events if ev["kind"] == "recompile" and ev.get("detail") == "value-guard"
+            and os.path.abspath(ev["abspath"]) == os.path.abspath(f.path)
+            and attr.search(ev.get("reason") or "")]
 
 
 def join(findings: List[Finding], targets: List[Dict[str, Any]],
@@ -69,6 +88,8 @@ def join(findings: List[Finding], targets: List[Dict[str, Any]],
             hits.extend(by_line.get((ab, line), []))
             if hits:
                 claimed.add((ab, line))
+        if not hits:
+            hits = _guards_on_written_state(f, events)
         if hits:
             f = f.replace(status=CONFIRMED, evidence_events=[
                 dict({k: v for k, v in ev.items() if k != "abspath"}, path=relpath(ev["abspath"]),

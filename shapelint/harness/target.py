@@ -37,6 +37,7 @@ class TargetSpec:
     check_paths: List[str] = field(default_factory=list)
     memory_limit_mb: Optional[int] = None
     no_grad: bool = False
+    seed: Optional[int] = None
 
     def to_json(self) -> Dict[str, Any]:
         return asdict(self)
@@ -58,7 +59,8 @@ class TargetSpec:
                    mode=table.get("mode"), fullgraph=bool(table.get("fullgraph", False)),
                    max_compiles=table.get("max-compiles"), timeout=float(table.get("timeout", 300)),
                    base_dir=table.get("_base_dir", "."), check_paths=list(table.get("check-paths", [])),
-                   memory_limit_mb=table.get("memory-limit-mb"), no_grad=bool(table.get("no-grad", False)))
+                   memory_limit_mb=table.get("memory-limit-mb"), no_grad=bool(table.get("no-grad", False)),
+                   seed=table.get("seed"))
 
     def shapes(self) -> List[Dict[str, Optional[int]]]:
         seqs: List[Optional[int]] = list(self.seq_lens) if self.seq_lens else [None]

@@ -145,6 +145,8 @@ def run(spec: TargetSpec, out: Out) -> int:
 
     out.write({"type": "meta", "torch_version": torch.__version__, "device": device,
                "trace_source": source, "python": sys.version.split()[0]})
+    if spec.seed is not None:  # default: torch's own start-up seed, as in a plain script
+        torch.manual_seed(spec.seed)
     try:
         factory = load(spec.model, spec.base_dir)
         inputs_fn = load(spec.inputs, spec.base_dir)
@@ -170,6 +172,8 @@ def run(spec: TargetSpec, out: Out) -> int:
         sig = None
     seq_param = _accepts_seq_len(inputs_fn)
 
+    sizes: Dict[str, set] = {}
+    recorder.varying = lambda: {src for src, seen in sizes.items() if len(seen) > 1}
     for shape in spec.shapes():
         recorder.shape = dict(shape)
         before = recorder.compiles
@@ -180,6 +184,8 @@ def run(spec: TargetSpec, out: Out) -> int:
             call_kw = {"seq_len": shape["seq_len"]} if shape["seq_len"] is not None and seq_param else {}
             if shape["seq_len"] is not None and not seq_param:
                 raise TargetError("seq-lens given but the inputs callable takes no seq_len")
+            if spec.seed is not None:  # each shape's inputs independent of the order tried
+                torch.manual_seed(spec.seed + shape["batch"] * 1009 + (shape["seq_len"] or 0))
             args, kw = normalize_inputs(inputs_fn(shape["batch"], **call_kw))
             args, kw = _to_device(args, device), _to_device(kw, device)
             if spec.dynamic == "mark":
@@ -195,6 +201,10 @@ def run(spec: TargetSpec, out: Out) -> int:
                 except TypeError:
                     pass
             current["self"] = model
+            for name, value in current.items():  # which input dims vary across the shapes
+                if isinstance(value, torch.Tensor):
+                    for dim, size in enumerate(value.shape):
+                        sizes.setdefault(f"L['{name}'].size()[{dim}]", set()).add(int(size))
             with torch.no_grad() if spec.no_grad else contextlib.nullcontext():
                 compiled(*args, **kw)
             if device.startswith("cuda"):

@@ -66,7 +66,13 @@ def _target_lines(t) -> List[str]:
         out.append(f"      -> {where}{confirms}")
         if r.get("source"):
             out.append(f"         | {r['source']}")
+    benign = [s for s in t.get("specializations", []) if s.get("benign")]
+    if benign:
+        out.append(f"  {len(benign)} benign specialization(s) of sizes and values that never varied "
+                   f"(constant feature dims, float attributes)")
     for s in t.get("specializations", []):
+        if s.get("benign"):
+            continue
         out.append(f"  specialization at {shape_text(s.get('shape'))}: "
                    f"{', '.join(s.get('sources') or [])} = {s.get('value', '')} ({s.get('reason', '')})")
         out.append(f"      -> {s.get('path')}:{s.get('line')}")
