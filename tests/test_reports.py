@@ -207,3 +207,17 @@ def test_report_command_re_renders_a_saved_run(tmp_path):
     (tmp_path / "bad.json").write_text("{}")
     bad = subprocess.run(cli + ["report", "bad.json"], cwd=str(tmp_path), capture_output=True, text=True)
     assert bad.returncode == 2 and "not a shapelint JSON report" in bad.stderr
+
+
+def test_github_ranks_lines_the_pull_request_changed_first(tmp_path, monkeypatch):
+    write_tree(tmp_path, {"m.py": HAZARD})
+    _git(tmp_path, "init", "-q", "-b", "main")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-qm", "base")
+    (tmp_path / "m.py").write_text(HAZARD + "\nclass N(torch.nn.Module):\n    def forward(self, x):\n"
+                                           "        return x.nonzero()\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GITHUB_BASE_REF", "main")
+    findings = [finding(4, path="m.py"), finding(10, path="m.py")]
+    out = render("github", CheckResult(findings=findings), rules=RULES)
+    assert out.splitlines()[0].startswith("::warning file=m.py,line=10,")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Dict, List
 
 from shapelint.finding import CheckResult
-from shapelint.report.ranking import ranked
+from shapelint.report.ranking import changed_lines_of_pull_request, ranked
 
 PER_LEVEL = 10
 LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
@@ -27,7 +27,7 @@ def render(result: CheckResult, *, rules, targets, color=False, statistics=False
     lines: List[str] = []
     shown: Dict[str, int] = {"error": 0, "warning": 0, "notice": 0}
     left_out = 0
-    for f in ranked(result.all_findings()):
+    for f in ranked(result.all_findings(), changed_lines_of_pull_request()):
         level = LEVEL.get(f.severity, "warning")
         if shown[level] >= PER_LEVEL:
             left_out += 1

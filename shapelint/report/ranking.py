@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import List
+import os
+from typing import Dict, List, Optional, Set
 
 from shapelint.finding import Finding
 
@@ -10,7 +11,29 @@ STATUS_RANK = {"confirmed": 0, "unpredicted": 1, "predicted": 2, "not-seen": 3}
 SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
 
 
-def ranked(findings: List[Finding]) -> List[Finding]:
-    """Confirmed before predicted, errors before warnings, then by place."""
-    return sorted(findings, key=lambda f: (STATUS_RANK.get(f.status, 2),
-                                           SEVERITY_RANK.get(f.severity, 1), f.sort_key()))
+def changed_lines_of_pull_request() -> Optional[Dict[str, Set[int]]]:
+    """Lines a pull request changed, when running in GitHub Actions (``GITHUB_BASE_REF``)."""
+    base = os.environ.get("GITHUB_BASE_REF")
+    if not base:
+        return None
+    from shapelint.config import ConfigError
+    from shapelint.gitdiff import changed_lines
+
+    for ref in (f"origin/{base}", base):
+        try:
+            return changed_lines(ref)
+        except ConfigError:
+            continue
+    return None
+
+
+def ranked(findings: List[Finding], changed: Optional[Dict[str, Set[int]]] = None) -> List[Finding]:
+    """Confirmed before predicted, lines the pull request changed first, errors before
+    warnings, then by place."""
+    from shapelint.gitdiff import is_changed
+
+    def key(f: Finding):
+        touched = 0 if changed is None or is_changed(changed, f.path, f.line) else 1
+        return (STATUS_RANK.get(f.status, 2), touched, SEVERITY_RANK.get(f.severity, 1), f.sort_key())
+
+    return sorted(findings, key=key)
