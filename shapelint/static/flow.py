@@ -268,11 +268,7 @@ class Walker:
         return Origin(code, self.mod.path, self.ctx.position(node)[0], self.ctx.symbol)
 
     def run(self) -> Value:
-        body = self.ctx.info.node.body
-        if isinstance(body, cst.IndentedBlock):
-            self.block(body.body)
-        else:
-            self.block(body.body)
+        self.block(self.ctx.info.node.body.body)  # IndentedBlock or one-line suite alike
         return self.returns
 
     # -- statements -------------------------------------------------------------------------------
@@ -552,10 +548,8 @@ class Walker:
             return UNKNOWN
         if any(v.is_tensor for v in values):
             return Value(frozenset({TENSOR, MASK}), self.origin(node))
-        if any(v.is_shape for v in values) and any(
-                isinstance(c.comparator, (cst.Tuple, cst.List)) or c.comparator is not None
-                for c in node.comparisons) and not any(o in ("In", "NotIn") for o in ops):
-            return Value(frozenset({SIZE}), self.origin(node))
+        if any(v.is_shape for v in values) and not any(o in ("In", "NotIn") for o in ops):
+            return Value(frozenset({SIZE}), self.origin(node))  # a whole shape compared
         if any(v.is_size for v in values):
             if len(node.comparisons) == 1 and ops[0] in ("Equal", "NotEqual", "LessThan",
                                                           "LessThanEqual", "GreaterThan",
