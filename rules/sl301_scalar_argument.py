@@ -78,18 +78,17 @@ class M(torch.nn.Module):
         if origin is None or site.passthrough or not site.value.is_scalar_arg:
             return
         self._first_use.setdefault(origin, site)
-        self._roots.setdefault(origin, site.fn.root)
+        self._roots.setdefault(origin, origin.scope or site.fn.root)
 
     def on_condition(self, site: Condition) -> None:
         v = site.value
         if v.is_scalar_arg and not v.is_tensor and not v.is_size and v.origin is not None:
             self._branches.setdefault(v.origin, []).append(site)
-            self._roots.setdefault(v.origin, site.fn.root)
+            self._roots.setdefault(v.origin, v.origin.scope or site.fn.root)
 
     def on_finish(self) -> None:
         for origin in list(dict.fromkeys(list(self._branches) + list(self._first_use))):
-            if self.is_nested_entry(self._roots.get(origin, "")):
-                continue  # a submodule's argument: its caller decides the value
+            root = self._roots.get(origin, "")  # a submodule's argument: its caller decides
             kind = self._kind(origin)
             branches = self._branches.get(origin)
             where = f"`{origin.symbol}` (line {origin.line})"
@@ -97,12 +96,14 @@ class M(torch.nn.Module):
                 for site in branches[:1]:
                     self.report(site, f"`{site.code()}` tests the Python {kind} argument "
                                       f"`{origin.text}` of {where}; Dynamo guards on its value "
-                                      f"and recompiles for each value that flips the test")
+                                      f"and recompiles for each value that flips the test",
+                                unless_nested=root)
             elif kind != "float" and origin in self._first_use:
                 site = self._first_use[origin]
                 self.report(site, f"the Python {kind} argument `{origin.text}` of {where} is first "
                                   f"used here; Dynamo specializes it (guard `{origin.text} == "
-                                  f"<value>`) and recompiles when the value changes")
+                                  f"<value>`) and recompiles when the value changes",
+                            unless_nested=root)
 
     def _kind(self, origin: Origin) -> str:
         site = self._first_use.get(origin)

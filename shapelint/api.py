@@ -42,14 +42,81 @@ GLOBAL = "global"  # a module-level name that some function rebinds with `global
 TENSOR_SEQ = "tensor_seq"  # a tuple/list of tensors (x.split(k), x.chunk(n), x.unbind())  # an argument that defaults to None and may hold a tensor
 
 
-@dataclass(frozen=True)
 class Origin:
-    """Where a tracked value came from: the source expression and its line."""
+    """Where a tracked value came from: the source expression, its file, line and function.
 
-    text: str
-    path: str
-    line: int
-    symbol: str = ""
+    Built eagerly (``Origin(text, path, line, symbol)``) or lazily from a node
+    (:meth:`of_node`): the static pass makes an origin for nearly every value it tracks but
+    quotes only the few that end up in a finding, and working out a node's text and line costs
+    a code generation, so a lazy origin does that on first use. Two origins are equal when they
+    name the same expression (the same node, or the same text at the same place).
+    """
+
+    __slots__ = ("_text", "_line", "path", "symbol", "scope", "_node", "_where", "_near", "_fmt",
+                 "_key")
+
+    def __init__(self, text: str = "", path: str = "", line: int = 0, symbol: str = "",
+                 scope: str = "") -> None:
+        self._text: Optional[str] = text
+        self._line: Optional[int] = line
+        self.path = path
+        self.symbol = symbol
+        #: qualified name of the function the value starts in (a compiled entry's parameter)
+        self.scope = scope
+        self._node: Any = None
+        self._where: Any = None
+        self._near: Any = None
+        self._fmt = "{}"
+        self._key: Tuple = ("text", text, path, line, symbol)
+
+    @classmethod
+    def of_node(cls, node: Any, where: Any, path: str, symbol: str, scope: str = "",
+                text: Optional[str] = None, near: Any = None) -> "Origin":
+        """An origin whose text and line ``where`` (a FunctionContext) works out on demand;
+        ``near`` is the statement that holds ``node``."""
+        o = cls(path=path, symbol=symbol, scope=scope)
+        o._text, o._line = text, None
+        o._node, o._where, o._near = node, where, near
+        o._key = ("node", id(node), path)
+        return o
+
+    def derive(self, fmt: str) -> "Origin":
+        """The same place, quoted through ``fmt`` (``"{}[0]"`` for one dim of a shape)."""
+        o = Origin(path=self.path, symbol=self.symbol, scope=self.scope)
+        o._text, o._line, o._node, o._where = None, self._line, self._node, self._where
+        o._near = self._near
+        o._fmt = fmt.replace("{}", self._fmt)
+        if self._node is None:
+            o._text = fmt.format(self._text)
+        o._key = self._key + (fmt,)
+        return o
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            code = " ".join(self._where.code(self._node).split())
+            if len(code) > 60:
+                code = code[:57] + "..."
+            self._text = self._fmt.format(code)
+        return self._text
+
+    @property
+    def line(self) -> int:
+        if self._line is None:
+            self._line = self._where.position(self._node, self._near)[0]
+        return self._line
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Origin) and self._key == other._key
+
+    def __hash__(self) -> int:
+        return hash(self._key)
+
+    def __repr__(self) -> str:
+        return f"Origin({self.text!r}, {self.path!r}, {self.line}, {self.symbol!r})"
+
+    def __reduce__(self):  # resolved text and line only: nodes stay in their process
+        return (Origin, (self.text, self.path, self.line, self.symbol, self.scope))
 
     def describe(self) -> str:
         return f"`{self.text}` (line {self.line})"
@@ -149,6 +216,8 @@ class Site:
     node: "cst.CSTNode"
     value: Value
     fn: "FunctionContext"
+    #: the statement that holds ``node`` (set by the engine; speeds up finding its line)
+    near: Any = dataclasses.field(default=None, init=False, repr=False, compare=False)
 
     def code(self, node: Optional["cst.CSTNode"] = None) -> str:
         """Source text of a node (the site's own node by default)."""
@@ -305,9 +374,13 @@ class Rule:
 
     # -- reporting ------------------------------------------------------------------------------
     def report(self, site: Site, message: str, *, node: Optional["cst.CSTNode"] = None,
-               hint: Optional[str] = None) -> None:
+               hint: Optional[str] = None, unless_nested: Optional[str] = None) -> None:
+        """Report ``site`` (or ``node`` in it). With ``unless_nested`` (a compiled entry's
+        qualified name), the finding is dropped if another region turns out to call that
+        entry: decided once every region was walked, in every process."""
         self._sink.report(self, site.fn, node if node is not None else site.node, message,
-                          hint if hint is not None else self.hint)
+                          hint if hint is not None else self.hint, near=site.near,
+                          unless_nested=unless_nested)
 
     def is_nested_entry(self, qualname: str) -> bool:
         """Whether another compiled region calls ``qualname`` (a submodule's forward)."""
@@ -331,7 +404,8 @@ class ReportSink:
     """Receives reports from rules (implemented by the engine)."""
 
     def report(self, rule: Rule, fn: "FunctionContext", node: "cst.CSTNode", message: str,
-               hint: str) -> None:  # pragma: no cover - interface
+               hint: str, near: Any = None,
+               unless_nested: Optional[str] = None) -> None:  # pragma: no cover - interface
         raise NotImplementedError
 
     def is_called_by_region(self, qualname: str) -> bool:  # pragma: no cover - interface

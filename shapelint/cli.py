@@ -37,6 +37,8 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="output format (default text)")
     p.add_argument("-o", "--output", help="write the report to this file")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+    p.add_argument("-j", "--jobs", type=int, default=0, metavar="N",
+                   help="processes for a large static pass (default: one per core; 1: no fork)")
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     p.add_argument("--statistics", action="store_true", help="count findings per rule")
     p.add_argument("--diff", metavar="REF", help="only findings on lines changed since git REF")
@@ -166,14 +168,14 @@ def project_root(paths: Sequence[str], settings: Settings) -> Optional[str]:
 
 
 def run_static(paths: Sequence[str], settings: Settings, rules, enabled, use_cache: bool = True,
-               root: Optional[str] = None) -> CheckResult:
+               root: Optional[str] = None, jobs: int = 0) -> CheckResult:
     """The static pass; a cache hit returns before libcst and networkx are even imported."""
     root = root or project_root(paths, settings)
 
     def run():
         from shapelint.static.engine import Engine
 
-        engine = Engine(rules, enabled, settings)
+        engine = Engine(rules, enabled, settings, jobs=jobs)
         return engine.check(paths, root=root, use_cache=False), engine.context_paths
 
     if not use_cache:
@@ -187,7 +189,8 @@ def run_static(paths: Sequence[str], settings: Settings, rules, enabled, use_cac
 def cmd_check(args: argparse.Namespace) -> int:
     paths = args.paths or ["."]
     settings, rules, enabled = resolve_settings(args, paths)
-    result = run_static(paths, settings, rules, enabled, use_cache=not args.no_cache)
+    result = run_static(paths, settings, rules, enabled, use_cache=not args.no_cache,
+                        jobs=args.jobs)
     result = apply_filters(args, result)
     return emit(args, settings, result, rules, targets=[])
 

@@ -7,20 +7,24 @@ tree never need it). Results are cached by content hash.
 
 from __future__ import annotations
 
+import ast
 import os
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple, Type
-
-import libcst as cst
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Type
 
 from shapelint import __version__, api
 from shapelint.api import Rule
 from shapelint.config import Settings
 from shapelint.finding import CheckResult, FileError, Finding, Location, relpath
 from shapelint.static import files as files_mod
+from shapelint.static import parallel
 from shapelint.static.flow import Analyzer, FunctionContext
-from shapelint.static.project import (COMPILE_CALL, REGION_HINT, FunctionInfo, ModuleInfo, Project)
+from shapelint.static.project import (COMPILE_CALL, FunctionInfo, ModuleInfo, Project,
+                                      ast_dotted, may_hold_region, parse_ast)
 from shapelint.static.engine_paths import anchor, exclude_patterns
 from shapelint.static.suppress import Suppressions
+
+if TYPE_CHECKING:  # pragma: no cover
+    import libcst as cst
 
 UNUSED_SUPPRESSION = "SL001"
 PARSE_ERROR = "SL000"
@@ -30,8 +34,9 @@ class Engine(api.ReportSink):
     """One static run over a set of paths."""
 
     def __init__(self, rules: Dict[str, Type[Rule]], enabled: Sequence[str],
-                 settings: Optional[Settings] = None) -> None:
+                 settings: Optional[Settings] = None, jobs: Optional[int] = None) -> None:
         self.settings = settings or Settings()
+        self.jobs = jobs  # processes for the walk; None or 0: one per core
         self.enabled = set(enabled)
         self.rule_classes = rules
         self.rules = [rules[c](self) for c in sorted(self.enabled) if c in rules]
@@ -42,23 +47,28 @@ class Engine(api.ReportSink):
                 impl = getattr(type(r), hook)
                 if impl is not getattr(Rule, hook):
                     self._hooks.setdefault(hook, []).append(getattr(r, hook))
-        self._findings: Dict[Tuple, Finding] = {}
+        #: (rule, path, line, col) -> candidates: a finding and the entry whose being nested
+        #: drops it (None: never dropped); the first candidate that stands is kept
+        self._findings: Dict[Tuple, List[Tuple[Finding, Optional[str]]]] = {}
         self._suppressions: Dict[str, Suppressions] = {}
         self.project = Project()
         self.analyzer: Optional[Analyzer] = None
+        self._texts: Dict[str, files_mod.SourceFile] = {}
+        self._parsed_elsewhere: Set[str] = set()  # files a forked process parsed
 
     # -- ReportSink -----------------------------------------------------------------------------
-    def report(self, rule: Rule, fn: FunctionContext, node: cst.CSTNode, message: str,
-               hint: str) -> None:
-        line, col, end_line, end_col = fn.position(node)
+    def report(self, rule: Rule, fn: FunctionContext, node: "cst.CSTNode", message: str,
+               hint: str, near=None, unless_nested: Optional[str] = None) -> None:
+        line, col, end_line, end_col = fn.position(node, near)
         key = (rule.code, fn.path, line, col)
-        if key in self._findings:
+        have = self._findings.setdefault(key, [])
+        if any(cond is None or cond == unless_nested for _, cond in have):
             return
-        self._findings[key] = Finding(
+        have.append((Finding(
             rule=rule.code, name=rule.name, location=Location(fn.path, line, col, end_line, end_col),
             message=message, severity=rule.severity, symbol=fn.symbol, evidence=tuple(rule.evidence),
             hint=hint, registry_ids=tuple(rule.registry_ids),
-            source_line=fn.module.line_text(line).strip())
+            source_line=fn.module.line_text(line).strip()), unless_nested))
 
     def is_called_by_region(self, qualname: str) -> bool:
         """Whether another analysed function calls ``qualname`` (so it is not a root entry)."""
@@ -88,6 +98,19 @@ class Engine(api.ReportSink):
         return exclude_patterns(self.settings)
 
     def _check(self, paths: Sequence[str], root: Optional[str] = None) -> CheckResult:
+        import gc
+
+        # the syntax trees kept for the run are millions of acyclic objects; the cyclic
+        # collector would walk them all again and again (a third of the run on a large tree)
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return self._check_all(paths, root)
+        finally:
+            if enabled:
+                gc.enable()
+
+    def _check_all(self, paths: Sequence[str], root: Optional[str] = None) -> CheckResult:
         found, errors = files_mod.discover(paths, self._exclude())
         result = CheckResult(errors=list(errors))
         sources = []
@@ -106,15 +129,17 @@ class Engine(api.ReportSink):
 
         self.context_paths = [c.abspath for c in context]
 
-        # parse the files that may hold a region; the project parses what they import on
-        # first need; the other files get a syntax check on a second core meanwhile
+        # files whose text cannot name a region get a syntax check on a second core; the
+        # others are parsed with ast here (which checks them too) and summarized if they
+        # hold a region; the project summarizes what those import on first need
         by_abs = {s.abspath: s for s in sources + context}
-        hinted = [s for s in sources if self.settings.entry_points or
-                  (REGION_HINT.search(s.text) and _holds_region(s))]
+        worded = [s for s in sources if self.settings.entry_points or may_hold_region(s.text)]
+        worded_paths = {s.abspath for s in worded}
+        checks = _SyntaxChecks([s for s in sources if s.abspath not in worded_paths])
+        trees: Dict[str, object] = {}
+        hinted = [s for s in worded if self.settings.entry_points or _holds_region(s, trees)]
         todo = sorted(hinted + context, key=lambda s: s.abspath)
         parse_errors: List[FileError] = []
-        hinted_paths = {s.abspath for s in todo}
-        checks = _SyntaxChecks([s for s in sources if s.abspath not in hinted_paths])
 
         def load(path: str) -> Optional[ModuleInfo]:
             src = by_abs.get(path) or files_mod.read_source(path)
@@ -125,15 +150,14 @@ class Engine(api.ReportSink):
         self.project.index = index
         self.project.loader = load
         for src in todo:
-            mod = self._parse(src, parse_errors)
+            mod = self._parse(src, parse_errors, trees.pop(src.abspath, None))
             if mod is not None:
                 self.project.add(mod)
+        self._texts = by_abs
         self.analyzer = Analyzer(self.project, self._dispatch, self.settings.scalar_arg_names)
-        for entry in self._entries():
-            self.analyzer.analyze_entry(entry)
-        for r in self.rules:
-            r.on_finish()
-        parsed = set(self.project.by_path)
+        function_errors = self._walk_all(self.min_parallel_lines)
+        parse_errors.extend(FileError(path, line, 1, msg) for path, line, msg in function_errors)
+        parsed = set(self.project.by_path) | self._parsed_elsewhere
         seen_errors = {e.path for e in parse_errors}
         parse_errors.extend(e for e in checks.result() if e.path not in seen_errors
                             and os.path.abspath(e.path) not in parsed)
@@ -141,26 +165,71 @@ class Engine(api.ReportSink):
 
         reported = {s.abspath for s in sources}
         result.findings = self._filter(reported)
-        result.unused_suppressions = self._unused(reported)
+        result.unused_suppressions = self._unused(reported & parsed)
         result.findings.sort(key=Finding.sort_key)
         result.errors.sort(key=lambda e: (e.path, e.line))
         return result
 
-    def _parse(self, src: files_mod.SourceFile, errors: List[FileError]) -> Optional[ModuleInfo]:
+    #: entries of fewer lines than this are walked in one process (see static/parallel.py)
+    min_parallel_lines = parallel.MIN_LINES
+
+    def _walk_all(self, min_lines: int) -> List[Tuple[str, int, str]]:
+        """Walk every compiled entry, on several processes when the work is large; returns the
+        functions libcst could not parse, as (path, line, message)."""
+        shares = parallel.partition(self._entries(), parallel.jobs_for(self.jobs), min_lines)
+
+        def walk(index: int) -> Dict[str, object]:  # runs in a forked child
+            self._walk(shares[index])
+            for r in self.rules:
+                r.on_finish()
+            g = self.analyzer.graph  # type: ignore[union-attr]
+            return {"findings": self._findings, "edges": list(g.edges),
+                    "nodes": list(g.nodes(data=True)), "parsed": list(self.project.by_path),
+                    "function_errors": self._function_errors()}
+
+        children = [parallel.Share(walk, i) for i in range(1, len(shares))]
+        self._walk(shares[0])
+        payloads = []
+        for child in children:
+            payload = child.result()
+            if payload is None:  # the child failed: walk its share here
+                self._walk(shares[child.index])
+            else:
+                payloads.append(payload)
+        for r in self.rules:
+            r.on_finish()
+        errors = self._function_errors()
+        for payload in payloads:
+            for key, candidates in payload["findings"].items():  # type: ignore[union-attr]
+                have = self._findings.setdefault(key, [])
+                for f, cond in candidates:
+                    if not any(c is None or c == cond for _, c in have):
+                        have.append((f, cond))
+            parallel.merge_graph(self.analyzer.graph, payload["edges"], payload["nodes"])  # type: ignore[arg-type,union-attr]
+            self._parsed_elsewhere.update(payload["parsed"])  # type: ignore[arg-type]
+            errors.extend(e for e in payload["function_errors"] if e not in errors)  # type: ignore[union-attr]
+        return errors
+
+    def _walk(self, entries: Sequence[FunctionInfo]) -> None:
+        for entry in entries:
+            self.analyzer.analyze_entry(entry)  # type: ignore[union-attr]
+
+    def _function_errors(self) -> List[Tuple[str, int, str]]:
+        return [(mod.path, line, msg) for mod in self.project.all_modules()
+                for line, msg in mod.function_errors]
+
+    def _parse(self, src: files_mod.SourceFile, errors: List[FileError],
+               tree=None) -> Optional[ModuleInfo]:
+        """The module's summary, from ``tree`` when the first pass already parsed it."""
         try:
-            tree = cst.parse_module(src.text)
-        except cst.ParserSyntaxError as exc:
-            errors.append(FileError(src.path, exc.raw_line, exc.raw_column + 1,
-                                    f"syntax error: {exc.message}"))
-            return None
-        except RecursionError:
+            return ModuleInfo(src, tree if isinstance(tree, ast.Module) else None)
+        except SyntaxError as exc:
+            errors.append(_syntax_failure(src, exc))
+        except (RecursionError, MemoryError):
             errors.append(FileError(src.path, 1, 1, "file is too deeply nested to parse"))
-            return None
-        try:
-            return ModuleInfo(src, tree)
-        except RecursionError:
-            errors.append(FileError(src.path, 1, 1, "file is too deeply nested to analyse"))
-            return None
+        except ValueError as exc:  # NUL bytes and the like
+            errors.append(FileError(src.path, 1, 1, f"cannot parse: {exc}"))
+        return None
 
     def _entries(self) -> List[FunctionInfo]:
         """Compiled regions: nn.Module forwards, torch.compile'd functions, configured names."""
@@ -189,7 +258,11 @@ class Engine(api.ReportSink):
 
     def _filter(self, reported: Set[str]) -> List[Finding]:
         out = []
-        for f in self._findings.values():
+        for candidates in self._findings.values():
+            standing = [f for f, cond in candidates if cond is None or not self.is_called_by_region(cond)]
+            if not standing:
+                continue
+            f = standing[0]
             abspath = os.path.abspath(f.path)
             if abspath not in reported:
                 continue
@@ -198,11 +271,20 @@ class Engine(api.ReportSink):
             out.append(f)
         return out
 
+    def _source(self, abspath: str) -> Optional[files_mod.SourceFile]:
+        src = self._texts.get(abspath)
+        if src is None:
+            mod = self.project.by_path.get(abspath)
+            src = mod.source if mod is not None else None
+        if src is None:
+            read = files_mod.read_source(abspath)
+            src = read if isinstance(read, files_mod.SourceFile) else None
+        return src
+
     def _sup(self, abspath: str) -> Suppressions:
         if abspath not in self._suppressions:
-            mod = self.project.by_path.get(abspath)
-            text = mod.source.text if mod else ""
-            self._suppressions[abspath] = Suppressions(text)
+            src = self._source(abspath)
+            self._suppressions[abspath] = Suppressions(src.text if src else "")
         return self._suppressions[abspath]
 
     def _suppressed(self, code: str, abspath: str, line: int) -> bool:
@@ -224,46 +306,43 @@ class Engine(api.ReportSink):
         rule = self.rule_classes[UNUSED_SUPPRESSION]
         out = []
         for abspath in sorted(reported):
-            mod = self.project.by_path.get(abspath)
-            if mod is None:
+            src = self._source(abspath)
+            if src is None:
                 continue
+            lines = src.text.splitlines()
             for sup, idle in self._sup(abspath).unused(self.enabled):
                 if self._suppressed(UNUSED_SUPPRESSION, abspath, sup.line):
                     continue
                 out.append(Finding(
                     rule=rule.code, name=rule.name,
-                    location=Location(mod.path, sup.line, sup.column),
+                    location=Location(src.path, sup.line, sup.column),
                     message=f"unused suppression: {', '.join(idle)} reported nothing on this line",
-                    severity=rule.severity, hint=rule.hint, source_line=mod.line_text(sup.line).strip()))
+                    severity=rule.severity, hint=rule.hint,
+                    source_line=lines[sup.line - 1].strip() if 0 < sup.line <= len(lines) else ""))
         return out
 
 
 
-def _holds_region(src: files_mod.SourceFile) -> bool:
+def _holds_region(src: files_mod.SourceFile, trees: Dict[str, object]) -> bool:
     """The cheap first pass (ast, ~10x cheaper than libcst): does the file define a compiled
     entry (a ``forward`` method, a torch.compile'd function), a custom op, a fake or a
-    disabled function? A file that does not parse goes to libcst, which reports the error."""
-    import ast
-    import warnings
-
+    disabled function? Its tree goes into ``trees`` for the summary. A file that does not
+    parse is kept, so that its error is reported."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(src.text)
+        tree = parse_ast(src.text, src.path)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return True
     markers = ("compile", "custom_op", "register_fake", "impl_abstract", "disable")
     stack = list(tree.body)
-    while stack:
+    found = False
+    while stack and not found:
         node = stack.pop()
         if isinstance(node, ast.ClassDef):
             stack.extend(node.body)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if node.name == "forward":
-                return True
-            for dec in node.decorator_list:
-                if any(m in ast.unparse(dec) for m in markers):
-                    return True
+            found = node.name == "forward" or any(
+                m in (ast_dotted(d.func if isinstance(d, ast.Call) else d) or "")
+                for d in node.decorator_list for m in markers)
         elif isinstance(node, (ast.If, ast.Try, ast.With)):
             stack.extend(node.body)
             stack.extend(getattr(node, "orelse", []))
@@ -271,15 +350,15 @@ def _holds_region(src: files_mod.SourceFile) -> bool:
             for h in getattr(node, "handlers", []):
                 stack.extend(h.body)
         elif isinstance(node, (ast.Expr, ast.Assign)) and isinstance(node.value, ast.Call):
-            text = ast.unparse(node.value.func)
-            if text.endswith(("compile", "register_fake", "impl_abstract", "register_abstract")):
-                return True
-    if COMPILE_CALL.search(src.text):  # torch.compile(fn) anywhere, e.g. inside a function
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name) \
-                    and ast.unparse(node.func) in ("torch.compile", "compile", "torch.compiler.compile"):
-                return True
-    return False
+            found = (ast_dotted(node.value.func) or "").endswith(
+                ("compile", "register_fake", "impl_abstract", "register_abstract"))
+    if not found and COMPILE_CALL.search(src.text):  # torch.compile(fn), e.g. inside a function
+        found = any(isinstance(n, ast.Call) and n.args and isinstance(n.args[0], ast.Name)
+                    and ast_dotted(n.func) in ("torch.compile", "compile", "torch.compiler.compile")
+                    for n in ast.walk(tree))
+    if found:
+        trees[src.abspath] = tree
+    return found
 
 
 class _SyntaxChecks:
@@ -325,16 +404,28 @@ def _syntax_errors_of(paths: Sequence[str]) -> List[Tuple[str, int, int, str]]:
     return out
 
 
-def _syntax_error(src: files_mod.SourceFile) -> Optional[FileError]:
-    import ast
-    import warnings
+def _syntax_failure(src: files_mod.SourceFile, exc: SyntaxError) -> FileError:
+    """A file ``ast`` rejects: a syntax error, or syntax newer than this Python's (libcst
+    accepts it: ``def f[T]()`` read by Python 3.11), which deserves a different message."""
+    import sys
 
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ast.parse(src.text, src.path)
-    except SyntaxError as exc:
+        import libcst as cst
+
+        cst.parse_module(src.text)
+    except Exception:  # noqa: BLE001 - any failure: it is a real syntax error
         return FileError(src.path, exc.lineno or 1, exc.offset or 1, f"syntax error: {exc.msg}")
+    return FileError(src.path, exc.lineno or 1, exc.offset or 1,
+                     f"not analysed: written for a newer Python than this one "
+                     f"({sys.version_info.major}.{sys.version_info.minor}); run shapelint "
+                     f"under that Python to analyse it")
+
+
+def _syntax_error(src: files_mod.SourceFile) -> Optional[FileError]:
+    try:
+        parse_ast(src.text, src.path)
+    except SyntaxError as exc:
+        return _syntax_failure(src, exc)
     except (ValueError, RecursionError, MemoryError) as exc:
         return FileError(src.path, 1, 1, f"cannot parse: {exc}")
     return None
@@ -372,7 +463,7 @@ def _importers(sources: Sequence[files_mod.SourceFile], index: Dict[str, List[st
                 continue
             taken.add(f)
             src = files_mod.read_source(f)
-            if isinstance(src, files_mod.SourceFile) and REGION_HINT.search(src.text) \
+            if isinstance(src, files_mod.SourceFile) and may_hold_region(src.text) \
                     and pattern.search(src.text):
                 out.append(src)
     return out

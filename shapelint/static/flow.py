@@ -62,6 +62,8 @@ class FunctionContext:
         self.info = info
         self.module: ModuleInfo = info.module
         self.root = root
+        #: the statement the walk is in: where to look first for a node's position
+        self.stmt: Optional[cst.CSTNode] = None
 
     @property
     def symbol(self) -> str:
@@ -81,8 +83,8 @@ class FunctionContext:
     def line(self, node: cst.CSTNode) -> int:
         return self.position(node)[0]
 
-    def position(self, node: cst.CSTNode):
-        return self.module.position(node, self.info)
+    def position(self, node: cst.CSTNode, near: Optional[cst.CSTNode] = None):
+        return self.module.position(node, self.info, near)
 
     def describe(self, origin: Optional[Origin]) -> str:
         """``x.shape[0]`` (line 12), with the file when it is another one."""
@@ -105,7 +107,6 @@ class Analyzer:
         self.graph: nx.DiGraph = nx.DiGraph()
         self._memo: Dict[Tuple, Value] = {}
         self._stack: List[str] = []
-        self._reads: Dict[str, set] = {}
         self.scalar_names = tuple(scalar_names)
 
     # -- entry points -------------------------------------------------------------------------
@@ -117,12 +118,16 @@ class Analyzer:
     def _entry_args(self, fn: FunctionInfo) -> Dict[str, Value]:
         """Values of a compiled entry's parameters: tensors unless they look like scalars."""
         out: Dict[str, Value] = {}
+        where = FunctionContext(fn, fn.qualname)
+        if fn.node is None:  # libcst could not parse it; the engine reports that
+            return out
         params = list(fn.node.params.params) + list(fn.node.params.kwonly_params)
         if fn.is_method and params:
             params = params[1:]
         for p in params:
             name = p.name.value
-            origin = Origin(name, fn.module.path, fn.module.position(p, fn)[0], fn.symbol)
+            origin = Origin.of_node(p.name, where, fn.module.path, fn.symbol,
+                                    scope=fn.qualname, text=name, near=fn.node)
             kind = self._param_kind(p)
             if kind in ("int", "bool", "float"):
                 out[name] = Value(frozenset({SCALAR}), origin, detail=kind)
@@ -164,19 +169,25 @@ class Analyzer:
 
     # -- calls ----------------------------------------------------------------------------------
     def _analyze(self, fn: FunctionInfo, args: Dict[str, Value], root: str) -> Value:
-        key = (fn.qualname, tuple(sorted(args.items(), key=lambda kv: kv[0])), root)
-        if key in self._memo:
-            return self._memo[key]
+        """Walk ``fn`` with ``args``, once per distinct *kind* of arguments.
+
+        The memo ignores where the arguments came from and which entry got here: a helper
+        that twenty forwards call with a tensor is walked once, not twenty times (findings
+        are per source line anyway). A reused result is rebased onto the caller's origins."""
+        key = (id(fn), tuple(sorted((k, _shape_of(v)) for k, v in args.items())))
+        hit = self._memo.get(key)
+        if hit is not None:
+            return _rebase(hit[0], hit[1], args)
         if fn.qualname in self._stack or len(self._stack) >= MAX_DEPTH:
             return UNKNOWN
-        self._memo[key] = UNKNOWN
+        self._memo[key] = (UNKNOWN, args)
         self._stack.append(fn.qualname)
         try:
             walker = Walker(self, FunctionContext(fn, root), args)
             result = walker.run()
         finally:
             self._stack.pop()
-        self._memo[key] = result
+        self._memo[key] = (result, args)
         return result
 
     def call(self, caller: FunctionContext, callee: FunctionInfo, args: Dict[str, Value]) -> Value:
@@ -188,15 +199,35 @@ class Analyzer:
         """``self.<attr>`` names loaded anywhere in the class's methods and its bases'."""
         names: set = set()
         for c in self.project.mro(cls):
-            key = f"{c.module.source.abspath}:{c.name}"
-            if key not in self._reads:
-                own: set = set()
-                for m in c.methods.values():
-                    if m.name != "__init__":
-                        own.update(_iter_loads(m.node.body))
-                self._reads[key] = own
-            names |= self._reads[key]
+            names |= c.reads
         return names
+
+
+def _shape_of(v: Value) -> Tuple:
+    """What of a value decides a walk: its kinds and flags, not its origin, except the entry a
+    scalar argument belongs to (whether it is reported depends on that entry being nested)."""
+    elems = tuple(_shape_of(e) for e in v.elems) if v.elems is not None else None
+    scope = v.origin.scope if v.origin is not None and SCALAR in v.kinds else ""
+    return (v.kinds, v.direct, v.zero_one, v.detail, elems, scope)
+
+
+def _rebase(result: Value, seen: Dict[str, Value], now: Dict[str, Value]) -> Value:
+    """``result`` of a walk with arguments ``seen``, for a call with ``now``: a value that
+    passed through from an argument gets that argument's origin in this call."""
+    moves = {v.origin: now[k].origin for k, v in seen.items()
+             if k in now and v.origin is not None and now[k].origin is not None
+             and v.origin != now[k].origin}
+    if not moves:
+        return result
+
+    def move(v: Value) -> Value:
+        elems = tuple(move(e) for e in v.elems) if v.elems is not None else None
+        origin = moves.get(v.origin, v.origin) if v.origin is not None else None
+        if origin is v.origin and elems == v.elems:
+            return v
+        return v.with_(origin=origin, elems=elems)
+
+    return move(result)
 
 
 def _looks_like_int(name: str) -> bool:
@@ -207,24 +238,6 @@ def _looks_like_int(name: str) -> bool:
         return True
     return name.startswith(("num_", "n_", "max_", "min_")) or name.endswith(("_len", "_size", "_idx",
                                                                              "_count", "_steps"))
-
-
-def _iter_loads(body: cst.CSTNode) -> List[str]:
-    """Attribute names read as ``self.X`` (not as the target of an assignment)."""
-    from shapelint.static.project import _walk
-
-    out: List[str] = []
-    stores = set()
-    for node in _walk(body):
-        if isinstance(node, cst.Assign):
-            for t in node.targets:
-                if _is_self_attr(t.target):
-                    stores.add(id(t.target))
-        elif isinstance(node, cst.AnnAssign) and _is_self_attr(node.target):
-            stores.add(id(node.target))
-        if isinstance(node, cst.Attribute) and _is_self_attr(node) and id(node) not in stores:
-            out.append(node.attr.value)
-    return out
 
 
 def _is_self_attr(node: cst.CSTNode) -> bool:
@@ -258,17 +271,17 @@ class Walker:
 
     # -- helpers ----------------------------------------------------------------------------------
     def emit(self, hook: str, site: api.Site) -> None:
+        site.near = self.ctx.stmt
         self.a.dispatch(hook, site)
 
-    def origin(self, node: cst.CSTNode, text: Optional[str] = None) -> Origin:
-        code = text if text is not None else self.mod.code(node)
-        code = " ".join(code.split())
-        if len(code) > 60:
-            code = code[:57] + "..."
-        return Origin(code, self.mod.path, self.ctx.position(node)[0], self.ctx.symbol)
+    def origin(self, node: cst.CSTNode) -> Origin:
+        """Where ``node``'s value comes from; its text and line are worked out if quoted."""
+        return Origin.of_node(node, self.ctx, self.mod.path, self.ctx.symbol, near=self.ctx.stmt)
 
     def run(self) -> Value:
-        self.block(self.ctx.info.node.body.body)  # IndentedBlock or one-line suite alike
+        node = self.ctx.info.node
+        if node is not None:
+            self.block(node.body.body)  # IndentedBlock or one-line suite alike
         return self.returns
 
     # -- statements -------------------------------------------------------------------------------
@@ -303,9 +316,13 @@ class Walker:
         self.env = joined if joined is not None else start
 
     def stmt(self, s: cst.CSTNode) -> None:
+        self.ctx.stmt = s
         if isinstance(s, cst.SimpleStatementLine):
             for small in s.body:
+                self.ctx.stmt = small
                 self.small(small)
+        elif isinstance(s, cst.BaseSmallStatement):  # the body of `if x: return y`
+            self.small(s)
         elif isinstance(s, cst.If):
             self.condition(s.test, "if")
             self.branches(s.body, s.orelse)
@@ -404,8 +421,7 @@ class Walker:
             return v.elems[i] if i < len(v.elems) else UNKNOWN
         if v.is_shape and v.origin is not None:
             o = v.origin
-            return Value(frozenset({SIZE}), Origin(f"{o.text}[{i}]", o.path, o.line, o.symbol),
-                         direct=True)
+            return Value(frozenset({SIZE}), o.derive("{}[%d]" % i), direct=True)
         if v.is_tensor or v.has(TENSOR_SEQ):
             return Value(frozenset({TENSOR}), v.origin)
         if v.has(MODULE_LIST):
@@ -421,8 +437,7 @@ class Walker:
         if v.is_tensor or v.has(TENSOR_SEQ):
             return Value(frozenset({TENSOR}), v.origin)
         if v.is_shape and v.origin is not None:
-            return Value(frozenset({SIZE}), Origin(f"a dim of {v.origin.text}", v.origin.path,
-                                                   v.origin.line, v.origin.symbol))
+            return Value(frozenset({SIZE}), v.origin.derive("a dim of {}"))
         if v.has(MODULE_LIST):
             return Value(frozenset({MODULE}), detail=v.detail)
         return UNKNOWN
@@ -765,13 +780,11 @@ class Walker:
 
     def _follow(self, target: FunctionInfo, pos: List[Value], kw: Dict[str, Value],
                 bound_self: bool) -> Value:
-        params = list(target.node.params.params)
-        if target.is_method and params and params[0].name.value in ("self", "cls"):
+        params = list(target.params)
+        if target.is_method and params and params[0] in ("self", "cls"):
             params = params[1:]
-        bound: Dict[str, Value] = {}
-        for p, v in zip(params, pos):
-            bound[p.name.value] = v
-        names = {p.name.value for p in params} | {p.name.value for p in target.node.params.kwonly_params}
+        bound: Dict[str, Value] = dict(zip(params, pos))
+        names = set(params) | set(target.kwonly)
         for k, v in kw.items():
             if k in names:
                 bound[k] = v

@@ -1,25 +1,36 @@
-"""The analysed tree: one ModuleInfo per parsed file, resolution of names across files.
+"""The analysed tree: one ModuleInfo per file that may hold a compiled region, and resolution
+of names across files.
 
-Only files that may hold a compiled region (a cheap text look, no parse) and the files those
-import are parsed with libcst; the rest of a large tree never reaches the parser.
+A module's summary (imports, classes and their bases, what ``__init__`` stores, decorators) is
+read from Python's ``ast``, about ten times cheaper than libcst. libcst parses one function at
+a time, only when the dataflow walks it: most code of a large tree never reaches it.
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import re
-from dataclasses import dataclass, field
+import warnings
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple, Union
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from shapelint.static.files import SourceFile, module_name_for
+from shapelint.static.positions import FunctionPositions
 
 #: A file may hold a compiled region (or a custom op's fake) only if it says one of these.
 REGION_HINT = re.compile(r"\bdef forward\b|\bcompile\(|\bcompile\b\s*$|custom_op|register_fake|"
                          r"impl_abstract|compiler\.disable|_dynamo\.disable", re.M)
-FAKE_BY_NAME = re.compile(r"(\w+)\.(?:register_fake|register_abstract|impl_abstract)\b")
+_HINT_WORDS = ("forward", "compile", "custom_op", "register_fake", "impl_abstract", "disable")
+
+
+def may_hold_region(text: str) -> bool:
+    """The cheapest look: a substring test first (C speed), the regex only where it may match."""
+    return any(w in text for w in _HINT_WORDS) and REGION_HINT.search(text) is not None
+
+
+FAKE_BY_NAME = re.compile(r"\b(\w+)\.(?:register_fake|register_abstract|impl_abstract)\b")
 FAKE_BY_OP = re.compile(r"(?:register_fake|impl_abstract)\(\s*['\"]([^'\"]+)['\"]")
 GLOBAL_STMT = re.compile(r"^[ \t]+global[ \t]+([\w, \t]+)$", re.M)
 COMPILE_CALL = re.compile(r"\bcompile\(\s*([A-Za-z_][\w.]*)")
@@ -29,9 +40,11 @@ CONTAINER_CALLS = {"dict", "list", "set", "collections.OrderedDict", "collection
 MODULE_LIST_CLASSES = {"torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.Sequential",
                        "torch.nn.modules.container.ModuleList"}
 
+FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+
 
 def dotted(node: cst.CSTNode) -> Optional[str]:
-    """``a.b.c`` of a Name/Attribute chain, else None."""
+    """``a.b.c`` of a libcst Name/Attribute chain, else None."""
     if isinstance(node, cst.Name):
         return node.value
     if isinstance(node, cst.Attribute):
@@ -40,21 +53,57 @@ def dotted(node: cst.CSTNode) -> Optional[str]:
     return None
 
 
-@dataclass
+def ast_dotted(node: ast.AST) -> Optional[str]:
+    """``a.b.c`` of an ast Name/Attribute chain, else None."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = ast_dotted(node.value)
+        return f"{base}.{node.attr}" if base else None
+    return None
+
+
+def parse_ast(text: str, path: str = "<unknown>") -> ast.Module:
+    """``ast.parse`` without the SyntaxWarnings old escape sequences raise."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(text, path)
+
+
 class AttrInfo:
     """What ``__init__`` stored in ``self.<attr>``."""
 
-    kind: str  # module, module_list, container, tensor, int, float, bool, str, none, other
-    cls: str = ""  # qualified class for a module; element class for a module list
+    __slots__ = ("kind", "cls")
+
+    def __init__(self, kind: str, cls: str = "") -> None:
+        self.kind = kind  # module, module_list, container, tensor, int, float, bool, str, none, other
+        self.cls = cls  # qualified class for a module; element class for a module list
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, AttrInfo) and (self.kind, self.cls) == (other.kind, other.cls)
+
+    def __repr__(self) -> str:
+        return f"AttrInfo({self.kind!r}, {self.cls!r})"
 
 
-@dataclass
 class FunctionInfo:
-    name: str
-    module: "ModuleInfo"
-    node: cst.FunctionDef
-    cls: Optional["ClassInfo"] = None
-    decorators: Tuple[str, ...] = ()
+    """A function or method: its summary from ``ast``, its libcst tree parsed on first use."""
+
+    def __init__(self, name: str, module: "ModuleInfo", tree: FunctionNode,
+                 cls: Optional["ClassInfo"] = None) -> None:
+        self.name = name
+        self.module = module
+        self.tree = tree
+        self.cls = cls
+        self.decorators: Tuple[str, ...] = ()
+        args = tree.args
+        self.params: Tuple[str, ...] = tuple(a.arg for a in args.posonlyargs + args.args)
+        self.kwonly: Tuple[str, ...] = tuple(a.arg for a in args.kwonlyargs)
+        ret = tree.returns
+        self.returns_value = not (isinstance(ret, ast.Constant) and ret.value is None)
+        self._node: Optional[cst.FunctionDef] = None
+        self._parsed = False
+        self._positions: Optional[FunctionPositions] = None
 
     @property
     def symbol(self) -> str:
@@ -69,35 +118,71 @@ class FunctionInfo:
         return self.cls is not None and not any(d.endswith("staticmethod") for d in self.decorators)
 
     @property
-    def returns_value(self) -> bool:
-        ret = self.node.returns
-        if ret is None:
-            return True
-        return not (isinstance(ret.annotation, cst.Name) and ret.annotation.value == "None")
+    def first_line(self) -> int:
+        """The line of its first decorator, or of ``def``."""
+        return min([d.lineno for d in self.tree.decorator_list] + [self.tree.lineno])
+
+    @property
+    def node(self) -> Optional[cst.FunctionDef]:
+        """The libcst tree of this function alone (None where libcst cannot parse it)."""
+        if not self._parsed:
+            self._parsed = True
+            self._node = self.module.parse_function(self)
+        return self._node
+
+    def position(self, node: cst.CSTNode, near: Optional[cst.CSTNode] = None
+                 ) -> Optional[Tuple[int, int, int, int]]:
+        if self.node is None:
+            return None
+        if self._positions is None:
+            self._positions = FunctionPositions(self.node, self.tree, self.module.line_text,
+                                                self._segment_module)
+        return self._positions.position(node, near)
+
+    _segment_module: Optional[Tuple[cst.Module, int]] = None  # (parsed segment, line offset)
 
 
-@dataclass
 class ClassInfo:
-    name: str
-    module: "ModuleInfo"
-    node: cst.ClassDef
-    bases: Tuple[str, ...] = ()
-    methods: Dict[str, FunctionInfo] = field(default_factory=dict)
-    attrs: Dict[str, AttrInfo] = field(default_factory=dict)
-    _method_order: List[cst.FunctionDef] = field(default_factory=list)
+    def __init__(self, name: str, module: "ModuleInfo", tree: ast.ClassDef) -> None:
+        self.name = name
+        self.module = module
+        self.tree = tree
+        self.bases: Tuple[str, ...] = ()
+        self.methods: Dict[str, FunctionInfo] = {}
+        self._attrs: Optional[Dict[str, AttrInfo]] = None
+        self._reads: Optional[Set[str]] = None
 
     @property
     def qualname(self) -> str:
         return f"{self.module.name}.{self.name}"
 
+    @property
+    def attrs(self) -> Dict[str, AttrInfo]:
+        """What ``__init__`` stores in ``self`` (read on first need: most classes of a large
+        tree are never walked)."""
+        if self._attrs is None:
+            init = self.methods.get("__init__")
+            self._attrs = _init_attrs(init.tree, self.module) if init is not None else {}
+        return self._attrs
+
+    @property
+    def reads(self) -> Set[str]:
+        """``self.<attr>`` names read in its methods other than ``__init__``."""
+        if self._reads is None:
+            self._reads = set()
+            for m in self.methods.values():
+                if m.name != "__init__":
+                    self._reads |= _self_loads(m.tree)
+        return self._reads
+
 
 class ModuleInfo:
-    """One parsed file: its names, classes, functions, imports; positions on demand."""
+    """One file: its names, classes, functions, imports (from ``ast``); functions' libcst trees
+    and positions on demand."""
 
-    def __init__(self, source: SourceFile, tree: cst.Module) -> None:
+    def __init__(self, source: SourceFile, tree: Optional[ast.Module] = None) -> None:
         self.source = source
         self.path = source.path
-        self.tree = tree
         self.name, self.root = module_name_for(source.abspath)
         self.is_package = source.abspath.endswith("__init__.py")
         self.imports: Dict[str, str] = {}
@@ -106,99 +191,55 @@ class ModuleInfo:
         self.loggers: Set[str] = set()
         self.globals_assigned: Set[str] = set()
         self.mutated_globals: Set[str] = set()
+        text = source.text
         self.compile_targets: Set[str] = set(m.group(1).split(".")[-1]
-                                             for m in COMPILE_CALL.finditer(source.text))
-        self.fake_names: Set[str] = set(FAKE_BY_NAME.findall(source.text))
-        self.fake_ops: Set[str] = set(FAKE_BY_OP.findall(source.text))
+                                             for m in COMPILE_CALL.finditer(text)) \
+            if "compile(" in text else set()
+        fakes = "register_fake" in text or "impl_abstract" in text or "register_abstract" in text
+        self.fake_names: Set[str] = set(FAKE_BY_NAME.findall(text)) if fakes else set()
+        self.fake_ops: Set[str] = set(FAKE_BY_OP.findall(text)) if fakes else set()
         self.custom_ops: Dict[str, str] = {}  # function name -> "ns::op"
-        self._positions = None
-        self._fn_positions: Dict[int, object] = {}
-        self._defs: Optional[Dict[int, Tuple[int, int]]] = None
-        self._function_order: List[cst.FunctionDef] = []
+        #: functions libcst could not parse: (line, message), reported by the engine
+        self.function_errors: List[Tuple[int, str]] = []
         self._lines = source.text.splitlines()
-        self._summarize()
+        self._summarize(tree if tree is not None else parse_ast(source.text, source.path))
 
-    # -- positions and text ---------------------------------------------------------------------
-    def position(self, node: cst.CSTNode, fn: Optional["FunctionInfo"] = None) -> Tuple[int, int, int, int]:
-        """(line, column, end_line, end_column), 1-based, end column inclusive.
-
-        With ``fn`` (the function holding ``node``), positions come from that function alone:
-        libcst's PositionProvider runs on a one-function module and ``ast`` gives where its
-        ``def`` sits, which costs a fraction of resolving positions for the whole file."""
-        if fn is not None and fn.module is self:
-            table = self._fn_positions.get(id(fn.node))
-            if table is None:
-                table = self._function_positions(fn)
-                self._fn_positions[id(fn.node)] = table
-            if table is not False and node in table[0]:  # type: ignore[index]
-                rng, dl, dc = table[0][node], table[1], table[2]  # type: ignore[index]
-                return (rng.start.line + dl, rng.start.column + 1 + (dc if rng.start.line > 0 else 0),
-                        rng.end.line + dl, max(rng.end.column + dc, 1))
-        if self._positions is None:
-            self._positions = MetadataWrapper(self.tree, unsafe_skip_copy=True).resolve(
-                PositionProvider)
+    # -- libcst, one function at a time ---------------------------------------------------------
+    def parse_function(self, fn: FunctionInfo) -> Optional[cst.FunctionDef]:
+        """libcst tree of ``fn`` from its own lines. An indented def is parsed inside an
+        ``if 1:`` so that its lines, columns included, are the file's."""
+        first, last = fn.first_line, fn.tree.end_lineno or fn.tree.lineno
+        lines = self._lines[first - 1:last]
+        indented = fn.tree.col_offset > 0
+        text = ("if 1:\n" if indented else "") + "\n".join(lines) + "\n"
         try:
-            rng = self._positions[node]
-        except KeyError:
-            return (1, 1, 1, 1)
-        return (rng.start.line, rng.start.column + 1, rng.end.line, max(rng.end.column, 1))
+            with _unvalidated():
+                module = cst.parse_module(text)
+            stmt = module.body[0]
+            node = stmt.body.body[0] if indented else stmt  # type: ignore[attr-defined]
+        except (cst.ParserSyntaxError, RecursionError, IndexError, AttributeError) as exc:
+            msg = getattr(exc, "message", None) or type(exc).__name__
+            self.function_errors.append((fn.tree.lineno, f"libcst cannot parse `{fn.symbol}`: {msg}"))
+            return None
+        if not isinstance(node, cst.FunctionDef):
+            return None
+        fn._segment_module = (module, first - 1 - (1 if indented else 0))
+        return node
 
-    def _function_positions(self, fn: "FunctionInfo"):
-        where = self._ast_defs().get(id(fn.node))
-        if where is None:
-            return False
-        def_line, col = where
-        small = cst.Module(body=[fn.node])
-        table = MetadataWrapper(small, unsafe_skip_copy=True).resolve(PositionProvider)
-        rel = table[fn.node.name].start.line  # the line of `def` in the small module
-        return (table, def_line - rel, col)
-
-    def _ast_defs(self) -> Dict[int, Tuple[int, int]]:
-        """id(libcst FunctionDef) -> (line of its name, column of `def`), matched to ``ast``
-        by (class, name, occurrence) in source order."""
-        if self._defs is not None:
-            return self._defs
-        import ast
-        import warnings
-
-        self._defs = {}
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                tree = ast.parse(self.source.text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return self._defs
-        found: Dict[Tuple[Optional[str], str], List[Tuple[int, int]]] = {}
-
-        def visit(body, cls):
-            for node in body:
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    # the line of the name: decorators come before `def`
-                    found.setdefault((cls, node.name), []).append((node.lineno, node.col_offset))
-                elif isinstance(node, ast.ClassDef) and cls is None:
-                    visit(node.body, node.name)
-                elif isinstance(node, (ast.If, ast.Try)) and cls is None:
-                    visit(node.body, cls)
-                    visit(getattr(node, "orelse", []), cls)
-                    for h in getattr(node, "handlers", []):
-                        visit(h.body, cls)
-                    visit(getattr(node, "finalbody", []), cls)
-
-        visit(tree.body, None)
-        seen: Dict[Tuple[Optional[str], str], int] = {}
-        ordered = [(None, f) for f in self._function_order] + \
-            [(c.name, m) for c in self.classes.values() for m in c._method_order]
-        for cls_name, node in ordered:
-            key = (cls_name, node.name.value)
-            i = seen.get(key, 0)
-            seen[key] = i + 1
-            spots = found.get(key, [])
-            if i < len(spots):
-                self._defs[id(node)] = spots[i]
-        return self._defs
+    def position(self, node: cst.CSTNode, fn: Optional[FunctionInfo] = None,
+                 near: Optional[cst.CSTNode] = None) -> Tuple[int, int, int, int]:
+        """(line, column, end_line, end_column), 1-based, end column inclusive. ``fn`` is the
+        function that holds ``node`` and ``near`` its statement, where known."""
+        candidates = [fn] if fn is not None and fn.module is self else []
+        candidates += [f for f in self._all_functions() if f._parsed and f is not fn]
+        for f in candidates:
+            pos = f.position(node, near if f is fn else None)
+            if pos is not None:
+                return pos
+        return (1, 1, 1, 1)
 
     def code(self, node: cst.CSTNode) -> str:
-        return self.tree.code_for_node(node)
+        return _CODEGEN.code_for_node(node)
 
     def line_text(self, line: int) -> str:
         return self._lines[line - 1] if 0 < line <= len(self._lines) else ""
@@ -220,76 +261,63 @@ class ModuleInfo:
     def _package(self) -> str:
         return self.name if self.is_package else self.name.rpartition(".")[0]
 
-    def _import_from(self, node: cst.ImportFrom) -> None:
-        level = len(node.relative)
-        mod = dotted(node.module) if node.module else ""
-        if level:
+    def _import_from(self, node: ast.ImportFrom) -> None:
+        mod = node.module or ""
+        if node.level:
             pkg = self._package().split(".") if self._package() else []
-            pkg = pkg[: len(pkg) - (level - 1)] if level > 1 else pkg
+            pkg = pkg[: len(pkg) - (node.level - 1)] if node.level > 1 else pkg
             mod = ".".join(p for p in pkg + ([mod] if mod else []) if p)
-        if isinstance(node.names, cst.ImportStar):
-            return
         for alias in node.names:
-            name = dotted(alias.name) or ""
-            asname = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else name
-            self.imports[asname] = f"{mod}.{name}" if mod else name
+            if alias.name == "*":
+                continue
+            self.imports[alias.asname or alias.name] = f"{mod}.{alias.name}" if mod else alias.name
 
-    def _decorators(self, node: Union[cst.FunctionDef, cst.ClassDef]) -> Tuple[str, ...]:
+    def _decorators(self, node: Union[FunctionNode, ast.ClassDef]) -> Tuple[str, ...]:
         out = []
-        for dec in node.decorators:
-            expr = dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator
-            name = dotted(expr)
+        for dec in node.decorator_list:
+            name = ast_dotted(dec.func if isinstance(dec, ast.Call) else dec)
             if name:
                 out.append(self.resolve(name))
         return tuple(out)
 
-    def _summarize(self) -> None:
-        body = self.tree.body
-        # imports first, so that decorators and bases resolve
-        for stmt in body:
-            for small in _small_statements(stmt):
-                if isinstance(small, cst.Import):
-                    for alias in small.names:
-                        full = dotted(alias.name) or ""
-                        if alias.asname and isinstance(alias.asname.name, cst.Name):
-                            self.imports[alias.asname.name.value] = full
-                        else:
-                            self.imports[full.split(".")[0]] = full.split(".")[0]
-                elif isinstance(small, cst.ImportFrom):
-                    self._import_from(small)
-        for stmt in _flatten_toplevel(body):
-            if isinstance(stmt, cst.FunctionDef):
-                self.functions[stmt.name.value] = FunctionInfo(stmt.name.value, self, stmt)
-                self._function_order.append(stmt)
-            elif isinstance(stmt, cst.ClassDef):
-                self.classes[stmt.name.value] = ClassInfo(stmt.name.value, self, stmt)
-            else:
-                for small in _small_statements(stmt):
-                    if isinstance(small, (cst.Assign, cst.AnnAssign)):
-                        targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) \
-                            else [small.target]
-                        value = small.value
-                        for t in targets:
-                            if isinstance(t, cst.Name):
-                                self.globals_assigned.add(t.value)
-                                if isinstance(value, cst.Call) and (dotted(value.func) or "").endswith("getLogger"):
-                                    self.loggers.add(t.value)
+    def _summarize(self, tree: ast.Module) -> None:
+        top = list(_flatten_toplevel(tree.body))
+        for stmt in top:  # imports first, so that decorators and bases resolve
+            if isinstance(stmt, ast.Import):
+                for alias in stmt.names:
+                    if alias.asname:
+                        self.imports[alias.asname] = alias.name
+                    else:
+                        head = alias.name.split(".")[0]
+                        self.imports[head] = head
+            elif isinstance(stmt, ast.ImportFrom):
+                self._import_from(stmt)
+        for stmt in top:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.functions[stmt.name] = FunctionInfo(stmt.name, self, stmt)
+            elif isinstance(stmt, ast.ClassDef):
+                self.classes[stmt.name] = ClassInfo(stmt.name, self, stmt)
+            elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                for t in targets:
+                    if isinstance(t, ast.Name):
+                        self.globals_assigned.add(t.id)
+                        if isinstance(stmt.value, ast.Call) and \
+                                (ast_dotted(stmt.value.func) or "").endswith("getLogger"):
+                            self.loggers.add(t.id)
         for fn in self.functions.values():
-            fn.decorators = self._decorators(fn.node)
+            fn.decorators = self._decorators(fn.tree)
             if any(d.endswith("custom_op") for d in fn.decorators):
-                self.custom_ops[fn.name] = _first_string_arg(fn.node) or fn.name
+                self.custom_ops[fn.name] = _first_string_arg(fn.tree) or fn.name
         for cls in self.classes.values():
-            cls.bases = tuple(self.resolve(dotted(b.value) or "?") for b in cls.node.bases)
-            for stmt in cls.node.body.body:
-                if isinstance(stmt, cst.FunctionDef):
-                    cls._method_order.append(stmt)
-                    m = FunctionInfo(stmt.name.value, self, stmt, cls)
+            cls.bases = tuple(self.resolve(ast_dotted(b) or "?") for b in cls.tree.bases)
+            for stmt in cls.tree.body:
+                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    m = FunctionInfo(stmt.name, self, stmt, cls)
                     m.decorators = self._decorators(stmt)
                     cls.methods[m.name] = m
-            init = cls.methods.get("__init__")
-            if init is not None:
-                cls.attrs = _init_attrs(init, self)
-        for m in GLOBAL_STMT.finditer(self.source.text):  # `global X` inside a function
+        globals_ = GLOBAL_STMT.finditer(self.source.text) if "global" in self.source.text else ()
+        for m in globals_:  # `global X` inside a function
             self.mutated_globals.update(n.strip() for n in m.group(1).split(",") if n.strip())
 
     def _all_functions(self) -> Iterable[FunctionInfo]:
@@ -298,118 +326,152 @@ class ModuleInfo:
             yield from cls.methods.values()
 
 
-def _first_string_arg(fn: cst.FunctionDef) -> Optional[str]:
-    for dec in fn.decorators:
-        if isinstance(dec.decorator, cst.Call) and dec.decorator.args:
-            val = dec.decorator.args[0].value
-            if isinstance(val, cst.SimpleString):
-                return val.evaluated_value if isinstance(val.evaluated_value, str) else None
+_CODEGEN = cst.Module(body=[])
+
+
+class _unvalidated:
+    """Skip libcst's per-node validation while its own parser builds a tree (a sixth of the
+    parse; the parser's output is valid by construction, as libcst's own PERF note says)."""
+
+    _base = cst.CSTNode
+
+    def __enter__(self) -> None:
+        self._saved = self._base.__dict__.get("__post_init__")
+        if self._saved is not None:
+            self._base.__post_init__ = _no_check  # type: ignore[method-assign]
+
+    def __exit__(self, *exc) -> None:
+        if self._saved is not None:
+            self._base.__post_init__ = self._saved  # type: ignore[method-assign]
+
+
+def _no_check(self) -> None:
     return None
 
 
-def _small_statements(stmt: cst.CSTNode) -> List[cst.BaseSmallStatement]:
-    if isinstance(stmt, cst.SimpleStatementLine):
-        return list(stmt.body)
-    return []
+def _first_string_arg(fn: FunctionNode) -> Optional[str]:
+    for dec in fn.decorator_list:
+        if isinstance(dec, ast.Call) and dec.args:
+            val = dec.args[0]
+            if isinstance(val, ast.Constant) and isinstance(val.value, str):
+                return val.value
+    return None
 
 
-def _flatten_toplevel(body: Iterable[cst.CSTNode]) -> Iterable[cst.CSTNode]:
+def _flatten_toplevel(body: Iterable[ast.stmt]) -> Iterable[ast.stmt]:
     """Top-level statements, looking inside ``if``/``try`` blocks (TYPE_CHECKING, fallbacks)."""
     for stmt in body:
-        if isinstance(stmt, (cst.If, cst.Try)):
-            yield from _flatten_toplevel(stmt.body.body)
-            orelse = getattr(stmt, "orelse", None)
-            while orelse is not None:
-                inner = orelse.body
-                if isinstance(inner, cst.IndentedBlock):
-                    yield from _flatten_toplevel(inner.body)
-                    break
-                if isinstance(orelse, cst.If):
-                    yield from _flatten_toplevel(orelse.body.body)
-                    orelse = orelse.orelse
-                else:
-                    break
+        if isinstance(stmt, ast.If):
+            yield from _flatten_toplevel(stmt.body)
+            yield from _flatten_toplevel(stmt.orelse)
+        elif isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+            yield from _flatten_toplevel(stmt.body)  # the fallback in `except` does not win
+            yield from _flatten_toplevel(stmt.orelse)
         else:
             yield stmt
 
 
-def _walk(node: Union[cst.CSTNode, Iterable[cst.CSTNode]]) -> Iterable[cst.CSTNode]:
-    """All nodes under ``node`` (depth first). Reads dataclass fields directly: libcst's
-    ``children`` runs a visitor per node and dominated the summary's cost."""
-    stack = [node] if isinstance(node, cst.CSTNode) else list(node)
-    while stack:
-        cur = stack.pop()
-        yield cur
-        for name in cur.__dataclass_fields__:
-            value = getattr(cur, name)
-            if isinstance(value, cst.CSTNode):
-                stack.append(value)
-            elif isinstance(value, (list, tuple)):
-                stack.extend(v for v in value if isinstance(v, cst.CSTNode))
+def _is_self(node: ast.AST) -> bool:
+    return isinstance(node, ast.Name) and node.id == "self"
 
 
-def _init_attrs(init: FunctionInfo, module: ModuleInfo) -> Dict[str, AttrInfo]:
+def _self_loads(fn: FunctionNode) -> Set[str]:
+    """Attribute names read as ``self.X`` (not the target of an assignment; ``+=`` reads)."""
+    out = set()
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Attribute) and _is_self(n.value) and isinstance(n.ctx, ast.Load):
+            out.add(n.attr)
+        elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Attribute) \
+                and _is_self(n.target.value):
+            out.add(n.target.attr)
+    return out
+
+
+def _statements(body: List[ast.stmt]) -> Iterable[ast.stmt]:
+    """Statements of a body in source order, nested blocks included, expressions not entered
+    (a fraction of ``ast.walk``)."""
+    for stmt in body:
+        yield stmt
+        for name in ("body", "orelse", "finalbody"):
+            inner = getattr(stmt, name, None)
+            if isinstance(inner, list) and not isinstance(stmt, (ast.FunctionDef, ast.ClassDef,
+                                                                   ast.AsyncFunctionDef)):
+                yield from _statements(inner)
+        for h in getattr(stmt, "handlers", ()):
+            yield from _statements(h.body)
+        for case in getattr(stmt, "cases", ()):
+            yield from _statements(case.body)
+
+
+def _init_attrs(init: FunctionNode, module: ModuleInfo) -> Dict[str, AttrInfo]:
     """``self.<attr> = ...`` in ``__init__``, classified by what is stored."""
-    params = {p.name.value: p for p in init.node.params.params}
+    params = {a.arg: a for a in init.args.posonlyargs + init.args.args + init.args.kwonlyargs}
+    defaults = dict(zip([a.arg for a in (init.args.posonlyargs + init.args.args)][::-1],
+                        init.args.defaults[::-1]))
+    defaults.update({a.arg: d for a, d in zip(init.args.kwonlyargs, init.args.kw_defaults) if d})
     attrs: Dict[str, AttrInfo] = {}
-    for node in _walk(init.node.body):
-        if isinstance(node, cst.Call):
-            fname = dotted(node.func) or ""
-            if fname.endswith("register_buffer") or fname.endswith("register_parameter"):
-                if node.args and isinstance(node.args[0].value, cst.SimpleString):
-                    name = node.args[0].value.evaluated_value
-                    if isinstance(name, str):
-                        attrs[name] = AttrInfo("tensor")
-            continue
-        if isinstance(node, (cst.Assign, cst.AnnAssign)):
-            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-            if node.value is None:
-                continue
+    for node in _statements(init.body):  # in source order: the first store decides, unless vague
+        if isinstance(node, ast.Expr):
+            node = node.value
+        if isinstance(node, ast.Call):
+            fname = ast_dotted(node.func) or ""
+            if fname.endswith(("register_buffer", "register_parameter")) and node.args and \
+                    isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+                attrs[node.args[0].value] = AttrInfo("tensor")
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for t in targets:
-                if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
-                    attrs.setdefault(t.attr.value, _classify(node.value, module, params))
+                if isinstance(t, ast.Attribute) and _is_self(t.value):
+                    known = attrs.get(t.attr)
+                    if known is None or known.kind in ("none", "other"):
+                        new = _classify(node.value, module, params, defaults)
+                        if known is None or new.kind not in ("none", "other"):
+                            attrs[t.attr] = new
     return attrs
 
 
-def _classify(value: cst.BaseExpression, module: ModuleInfo,
-              params: Dict[str, cst.Param]) -> AttrInfo:
-    if isinstance(value, (cst.Dict, cst.List, cst.Set, cst.DictComp, cst.ListComp, cst.SetComp)):
+def _classify(value: ast.expr, module: ModuleInfo, params: Dict[str, ast.arg],
+              defaults: Dict[str, ast.expr]) -> AttrInfo:
+    if isinstance(value, (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)):
         return AttrInfo("container")
-    if isinstance(value, cst.Integer):
-        return AttrInfo("int")
-    if isinstance(value, cst.Float):
-        return AttrInfo("float")
-    if isinstance(value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
-        return AttrInfo("str")
-    if isinstance(value, cst.Name):
-        if value.value in ("True", "False"):
+    if isinstance(value, ast.Constant):
+        v = value.value
+        if isinstance(v, bool):
             return AttrInfo("bool")
-        if value.value == "None":
+        if isinstance(v, int):
+            return AttrInfo("int")
+        if isinstance(v, float):
+            return AttrInfo("float")
+        if isinstance(v, str):
+            return AttrInfo("str")
+        if v is None:
             return AttrInfo("none")
-        param = params.get(value.value)
+        return AttrInfo("other")
+    if isinstance(value, ast.JoinedStr):
+        return AttrInfo("str")
+    if isinstance(value, ast.Name):
+        param = params.get(value.id)
         if param is not None:
-            ann = param.annotation.annotation if param.annotation else None
-            ann_name = dotted(ann) if ann is not None else None
+            ann_name = ast_dotted(param.annotation) if param.annotation is not None else None
             if ann_name in ("int", "float", "bool", "str"):
                 return AttrInfo(ann_name)
-            if isinstance(param.default, cst.Integer):
-                return AttrInfo("int")
-            if isinstance(param.default, cst.Float):
-                return AttrInfo("float")
+            default = defaults.get(value.id)
+            if isinstance(default, ast.Constant) and type(default.value) in (int, float):
+                return AttrInfo(type(default.value).__name__)
         return AttrInfo("other")
-    if isinstance(value, cst.Call):
-        fname = module.resolve(dotted(value.func) or "")
+    if isinstance(value, ast.Call):
+        fname = module.resolve(ast_dotted(value.func) or "")
         if fname in CONTAINER_CALLS or fname.startswith("collections."):
             return AttrInfo("container")
         if fname in MODULE_LIST_CLASSES or fname.endswith(("ModuleList", "ModuleDict", "Sequential")):
             elem = ""
             if value.args:
-                arg = value.args[0].value
+                arg = value.args[0]
                 inner = getattr(arg, "elt", None)
-                if isinstance(arg, (cst.List, cst.Tuple)) and arg.elements:
-                    inner = arg.elements[0].value
-                if isinstance(inner, cst.Call):
-                    elem = module.resolve(dotted(inner.func) or "")
+                if isinstance(arg, (ast.List, ast.Tuple)) and arg.elts:
+                    inner = arg.elts[0]
+                if isinstance(inner, ast.Call):
+                    elem = module.resolve(ast_dotted(inner.func) or "")
             return AttrInfo("module_list", elem)
         if fname.startswith("torch.nn.") and fname.split(".")[-1][:1].isupper():
             if fname.endswith(("Parameter", "Buffer")):
@@ -424,9 +486,9 @@ def _classify(value: cst.BaseExpression, module: ModuleInfo,
             return AttrInfo("int")
         if fname == "float":
             return AttrInfo("float")
-    if isinstance(value, cst.BinaryOperation):
-        left = _classify(value.left, module, params)
-        right = _classify(value.right, module, params)
+    if isinstance(value, ast.BinOp):
+        left = _classify(value.left, module, params, defaults)
+        right = _classify(value.right, module, params, defaults)
         if left.kind == right.kind and left.kind in ("int", "float"):
             return left
     return AttrInfo("other")

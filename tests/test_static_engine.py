@@ -1,0 +1,161 @@
+"""The static engine's own machinery: per-statement positions, the walk on several processes,
+a function libcst cannot parse."""
+
+from __future__ import annotations
+
+import glob
+import os
+import textwrap
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from conftest import REPO, cases_dir, check_tree, write_tree
+from shapelint.static import parallel
+from shapelint.static.files import read_source
+from shapelint.static.positions import walk
+from shapelint.static.project import ModuleInfo
+
+TRICKY = '''
+import torch
+
+
+@torch.compile(dynamic=True)
+def f(x, n: int = 2):  # a comment
+    a = x.shape[0]; b = x.shape[1]
+    if a > 2: return x.sum()
+    elif b < 3 and \\
+            x.shape[2] == 4:
+        y = (x
+             + 1)
+    else:
+        y = {"k": [x.size(0),
+                   x.size(1)]}
+    try:
+        z = int(x.item())
+    except (ValueError,
+            TypeError) as exc:
+        z = 0
+    finally:
+        pass
+    for i in range(x.shape[0]):
+        while i < n:
+            i += 1
+    with torch.no_grad():
+        w = [v for v in x if v > 0]
+    return f"{a}", z, w
+
+
+class M(torch.nn.Module):
+    def forward(self, x):
+        def inner(t):
+            return t.shape[0]
+        return x if inner(x) > 1 else -x
+'''
+
+
+def _expressions(node):
+    kinds = (cst.BaseExpression, cst.BaseSmallStatement)
+    return [n for n in walk(node) if isinstance(n, kinds)]
+
+
+def _compare_file(path):
+    """Every expression's position from the per-statement machinery equals libcst's
+    PositionProvider over the whole file."""
+    src = read_source(path)
+    mod = ModuleInfo(src)
+    whole = cst.parse_module(src.text)
+    table = MetadataWrapper(whole, unsafe_skip_copy=True).resolve(PositionProvider)
+    defs = {table[n].start.line: n for n in walk(whole) if isinstance(n, cst.FunctionDef)}
+    checked = 0
+    for fn in mod._all_functions():
+        mine, theirs = fn.node, defs.get(fn.tree.lineno)
+        assert mine is not None and theirs is not None, fn.symbol
+        a, b = _expressions(mine), _expressions(theirs)
+        assert len(a) == len(b), fn.symbol
+        for x, y in zip(a, b):
+            r = table[y]
+            want = (r.start.line, r.start.column + 1, r.end.line, max(r.end.column, 1))
+            assert mod.position(x, fn) == want, (path, fn.symbol, mod.code(x))
+            checked += 1
+    return checked
+
+
+def test_positions_match_libcst_on_tricky_layouts(tmp_path):
+    write_tree(tmp_path, {"m.py": TRICKY})
+    assert _compare_file(str(tmp_path / "m.py")) > 80
+
+
+def test_positions_match_libcst_on_the_cases_and_examples():
+    files = glob.glob(os.path.join(cases_dir(), "*", "*.py")) + \
+        glob.glob(os.path.join(REPO, "examples", "*.py"))
+    assert files
+    assert sum(_compare_file(p) for p in files) > 500
+
+
+def _keys(result):
+    return sorted((f.path, f.line, f.column, f.rule) for f in result.findings)
+
+
+def _cases_copy(tmp_path):
+    root = tmp_path / "cases"
+    for i, path in enumerate(sorted(glob.glob(os.path.join(cases_dir(), "*", "*.py")))):
+        # distinct module names: the cases are separate programs
+        target = root / f"c{i:03d}_{os.path.basename(path)}"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(open(path, encoding="utf-8").read())
+    return root
+
+
+def test_walk_on_two_processes_finds_what_one_finds(tmp_path, monkeypatch):
+    root = _cases_copy(tmp_path)
+    one = check_tree(root)
+    monkeypatch.setattr(parallel, "MIN_LINES", 0)
+    monkeypatch.setattr("shapelint.static.engine.Engine.min_parallel_lines", 0)
+    monkeypatch.setattr(parallel, "jobs_for", lambda requested: 2)
+    shares = []
+    real = parallel.partition
+    monkeypatch.setattr(parallel, "partition",
+                        lambda *a, **k: shares.append(real(*a, **k)) or shares[-1])
+    two = check_tree(root)
+    assert len(shares[0]) == 2  # it really forked
+    assert _keys(one) and _keys(one) == _keys(two)
+
+
+def test_a_failed_process_costs_time_not_findings(tmp_path, monkeypatch):
+    root = _cases_copy(tmp_path)
+    one = check_tree(root)
+    monkeypatch.setattr("shapelint.static.engine.Engine.min_parallel_lines", 0)
+    monkeypatch.setattr(parallel, "jobs_for", lambda requested: 2)
+    monkeypatch.setattr(parallel, "_child", lambda walk, index, send: os._exit(3))
+    assert _keys(check_tree(root)) == _keys(one)
+
+
+def test_a_function_libcst_cannot_parse_is_reported_and_the_rest_goes_on(tmp_path, monkeypatch):
+    import shapelint.static.project as project
+
+    write_tree(tmp_path, {"m.py": '''
+        import torch
+        class A(torch.nn.Module):
+            def forward(self, x):
+                if x.shape[0] > 2:
+                    return x
+                return -x
+        class B(torch.nn.Module):
+            def forward(self, x):
+                if x.shape[0] > 3:
+                    return x
+                return -x
+    '''})
+    real = cst.parse_module
+
+    def picky(text, *a, **k):
+        if "> 3" in text:
+            raise cst.ParserSyntaxError("not for me", lines=["x"], raw_line=1, raw_column=0)
+        return real(text, *a, **k)
+
+    monkeypatch.setattr(project.cst, "parse_module", picky)
+    result = check_tree(tmp_path)
+    assert [(f.line, f.rule) for f in result.findings] == [(4, "SL101")]
+    assert [(e.line, "B.forward" in e.message) for e in result.errors] == [(8, True)]
