@@ -18,8 +18,11 @@ MIN_LINES = 20_000
 
 
 def jobs_for(requested: Optional[int]) -> int:
-    """``requested`` processes (0 or None: one per core), where fork exists."""
-    if "fork" not in multiprocessing.get_all_start_methods():
+    """``requested`` processes (0 or None: one per core), where fork exists and is safe (a
+    process that already runs threads, torch's say, may hold a lock a forked child never gets)."""
+    import threading
+
+    if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
         return 1
     if requested:
         return max(1, requested)
