@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import glob
 import os
-import textwrap
 
 import libcst as cst
-import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from conftest import REPO, cases_dir, check_tree, write_tree

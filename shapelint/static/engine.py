@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import ast
 import os
-from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Type
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple, Type
 
-from shapelint import __version__, api
+from shapelint import api
 from shapelint.api import Rule
 from shapelint.config import Settings
 from shapelint.finding import CheckResult, FileError, Finding, Location, relpath
