@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import textwrap
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, ClassVar, Dict, FrozenSet, Optional, Sequence, Tuple
 
 if TYPE_CHECKING:  # pragma: no cover - libcst is imported only when code is analysed
     import libcst as cst

@@ -10,7 +10,7 @@ import argparse
 import os
 import sys
 import traceback
-from typing import Dict, List, Optional, Sequence, Type
+from typing import Dict, List, Optional, Sequence
 
 from shapelint import __version__
 from shapelint.config import ConfigError, Settings, load_settings, resolve_codes, check_codes
