@@ -121,6 +121,41 @@ def test_walk_on_two_processes_finds_what_one_finds(tmp_path, monkeypatch):
     assert _keys(one) and _keys(one) == _keys(two)
 
 
+def test_a_shared_helper_quotes_the_same_caller_on_any_number_of_processes(tmp_path, monkeypatch):
+    # a.py's region comes first, but b.py is larger, so b.py is walked by this process and
+    # a.py by the forked one; the helper's finding must still quote a.py's size, as serially
+    padding = "".join(f"        y{i} = x + {i}\n" for i in range(40))
+    write_tree(tmp_path, {
+        "util.py": """
+            def pick(x, n):
+                if n > 8:
+                    return x * 2
+                return x
+            """,
+        "a.py": """
+            import torch
+            from util import pick
+            class A(torch.nn.Module):
+                def forward(self, x):
+                    return pick(x, x.shape[0])
+            """,
+        "b.py": "import torch\nfrom util import pick\nclass B(torch.nn.Module):\n"
+                "    def forward(self, x):\n" + padding + "        return pick(x, x.size(1))\n",
+    })
+    one = check_tree(tmp_path)
+    monkeypatch.setattr("shapelint.static.engine.Engine.min_parallel_lines", 0)
+    monkeypatch.setattr(parallel, "jobs_for", lambda requested: 2)
+    shares = []
+    real = parallel.partition
+    monkeypatch.setattr(parallel, "partition",
+                        lambda *a, **k: shares.append(real(*a, **k)) or shares[-1])
+    two = check_tree(tmp_path)
+    assert [os.path.basename(e.module.path) for e in shares[0][0]] == ["b.py"]  # a.py: the child
+    helper = [f.message for f in one.findings if os.path.basename(f.path) == "util.py"]
+    assert helper and "x.shape[0]" in helper[0]
+    assert [f.message for f in one.findings] == [f.message for f in two.findings]
+
+
 def test_a_failed_process_costs_time_not_findings(tmp_path, monkeypatch):
     root = _cases_copy(tmp_path)
     one = check_tree(root)

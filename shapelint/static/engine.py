@@ -47,9 +47,12 @@ class Engine(api.ReportSink):
                 impl = getattr(type(r), hook)
                 if impl is not getattr(Rule, hook):
                     self._hooks.setdefault(hook, []).append(getattr(r, hook))
-        #: (rule, path, line, col) -> candidates: a finding and the entry whose being nested
-        #: drops it (None: never dropped); the first candidate that stands is kept
-        self._findings: Dict[Tuple, List[Tuple[Finding, Optional[str]]]] = {}
+        #: (rule, path, line, col) -> candidates: a finding, the entry whose being nested
+        #: drops it (None: never dropped) and the place in the entry order of the region whose
+        #: walk reported it; of the candidates that stand, the earliest region's is kept, so a
+        #: helper's finding quotes the same caller however the regions were shared out
+        self._findings: Dict[Tuple, List[Candidate]] = {}
+        self._entry_order: Dict[str, int] = {}
         self._suppressions: Dict[str, Suppressions] = {}
         self.project = Project()
         self.analyzer: Optional[Analyzer] = None
@@ -61,14 +64,14 @@ class Engine(api.ReportSink):
                hint: str, near=None, unless_nested: Optional[str] = None) -> None:
         line, col, end_line, end_col = fn.position(node, near)
         key = (rule.code, fn.path, line, col)
-        have = self._findings.setdefault(key, [])
-        if any(cond is None or cond == unless_nested for _, cond in have):
+        order = self._entry_order.get(fn.root, len(self._entry_order))
+        if _outranked(self._findings.get(key, ()), unless_nested, order):
             return
-        have.append((Finding(
+        _keep(self._findings.setdefault(key, []), (Finding(
             rule=rule.code, name=rule.name, location=Location(fn.path, line, col, end_line, end_col),
             message=message, severity=rule.severity, symbol=fn.symbol, evidence=tuple(rule.evidence),
             hint=hint, registry_ids=tuple(rule.registry_ids),
-            source_line=fn.module.line_text(line).strip()), unless_nested))
+            source_line=fn.module.line_text(line).strip()), unless_nested, order))
 
     def is_called_by_region(self, qualname: str) -> bool:
         """Whether another analysed function calls ``qualname`` (so it is not a root entry)."""
@@ -176,7 +179,9 @@ class Engine(api.ReportSink):
     def _walk_all(self, min_lines: int) -> List[Tuple[str, int, str]]:
         """Walk every compiled entry, on several processes when the work is large; returns the
         functions libcst could not parse, as (path, line, message)."""
-        shares = parallel.partition(self._entries(), parallel.jobs_for(self.jobs), min_lines)
+        entries = self._entries()
+        self._entry_order = {e.qualname: i for i, e in reversed(list(enumerate(entries)))}
+        shares = parallel.partition(entries, parallel.jobs_for(self.jobs), min_lines)
 
         def walk(index: int) -> Dict[str, object]:  # runs in a forked child
             self._walk(shares[index])
@@ -201,10 +206,9 @@ class Engine(api.ReportSink):
         errors = self._function_errors()
         for payload in payloads:
             for key, candidates in payload["findings"].items():  # type: ignore[union-attr]
-                have = self._findings.setdefault(key, [])
-                for f, cond in candidates:
-                    if not any(c is None or c == cond for _, c in have):
-                        have.append((f, cond))
+                for cand in candidates:
+                    if not _outranked(self._findings.get(key, ()), cand[1], cand[2]):
+                        _keep(self._findings.setdefault(key, []), cand)
             parallel.merge_graph(self.analyzer.graph, payload["edges"], payload["nodes"])  # type: ignore[arg-type,union-attr]
             self._parsed_elsewhere.update(payload["parsed"])  # type: ignore[arg-type]
             errors.extend(e for e in payload["function_errors"] if e not in errors)  # type: ignore[union-attr]
@@ -259,10 +263,11 @@ class Engine(api.ReportSink):
     def _filter(self, reported: Set[str]) -> List[Finding]:
         out = []
         for candidates in self._findings.values():
-            standing = [f for f, cond in candidates if cond is None or not self.is_called_by_region(cond)]
+            standing = [(order, f) for f, cond, order in candidates
+                        if cond is None or not self.is_called_by_region(cond)]
             if not standing:
                 continue
-            f = standing[0]
+            f = min(standing, key=lambda c: c[0])[1]
             abspath = os.path.abspath(f.path)
             if abspath not in reported:
                 continue
@@ -323,6 +328,24 @@ class Engine(api.ReportSink):
 
 
 
+#: a finding, the entry whose being nested drops it, the reporting region's entry order
+Candidate = Tuple[Finding, Optional[str], int]
+
+
+def _outranked(have: Sequence[Candidate], cond: Optional[str], order: int) -> bool:
+    """Is a candidate with ``cond`` from region ``order`` redundant? It is when one that
+    stands at least as often (never dropped, or dropped on the same condition) came from an
+    earlier region."""
+    return any((c is None or c == cond) and o <= order for _, c, o in have)
+
+
+def _keep(have: List[Candidate], cand: Candidate) -> None:
+    """Add ``cand``, dropping the candidates it makes redundant."""
+    _, cond, order = cand
+    have[:] = [c for c in have if not ((cond is None or cond == c[1]) and order <= c[2])]
+    have.append(cand)
+
+
 def _holds_region(src: files_mod.SourceFile, trees: Dict[str, object]) -> bool:
     """The cheap first pass (ast, ~10x cheaper than libcst): does the file define a compiled
     entry (a ``forward`` method, a torch.compile'd function), a custom op, a fake or a
@@ -362,34 +385,28 @@ def _holds_region(src: files_mod.SourceFile, trees: Dict[str, object]) -> bool:
 
 
 class _SyntaxChecks:
-    """ast syntax checks of files that are not parsed with libcst, in a second process when
-    there are enough of them to pay for it (only the few errors travel back)."""
+    """ast syntax checks of files that are not parsed with libcst, in a forked process when
+    there are enough of them to pay for it (only the few errors travel back). A plain forked
+    process, not a pool: a pool runs a thread here, and the walk must not fork a process
+    that runs threads."""
 
     MIN_FOR_PROCESS = 300
 
     def __init__(self, sources: Sequence[files_mod.SourceFile]) -> None:
         self.sources = list(sources)
-        self.future = None
-        if len(self.sources) >= self.MIN_FOR_PROCESS and (os.cpu_count() or 1) > 1:
+        self.share: Optional[parallel.Share] = None
+        if len(self.sources) >= self.MIN_FOR_PROCESS and parallel.jobs_for(None) > 1:
+            paths = [s.abspath for s in self.sources]
             try:
-                import concurrent.futures
-                import multiprocessing
-
-                ctx = multiprocessing.get_context("fork")
-                self.pool = concurrent.futures.ProcessPoolExecutor(1, mp_context=ctx)
-                self.future = self.pool.submit(_syntax_errors_of, [s.abspath for s in self.sources])
-            except (ImportError, ValueError, OSError):
-                self.future = None
+                self.share = parallel.Share(lambda _: {"rows": _syntax_errors_of(paths)}, 0)
+            except OSError:
+                self.share = None
 
     def result(self) -> List[FileError]:
-        if self.future is not None:
-            try:
-                rows = self.future.result()
-                return [FileError(files_mod.relpath(p), line, col, msg) for p, line, col, msg in rows]
-            except Exception:  # noqa: BLE001 - fall back to checking here
-                pass
-            finally:
-                self.pool.shutdown()
+        payload = self.share.result() if self.share is not None else None
+        if payload is not None:
+            return [FileError(files_mod.relpath(p), line, col, msg)
+                    for p, line, col, msg in payload["rows"]]
         return [e for e in (_syntax_error(s) for s in self.sources) if e is not None]
 
 
