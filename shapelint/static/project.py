@@ -19,15 +19,30 @@ import libcst as cst
 from shapelint.static.files import SourceFile, module_name_for
 from shapelint.static.positions import FunctionPositions
 
-#: A file may hold a compiled region (or a custom op's fake) only if it says one of these.
-REGION_HINT = re.compile(r"\bdef forward\b|\bcompile\(|\bcompile\b\s*$|custom_op|register_fake|"
-                         r"impl_abstract|compiler\.disable|_dynamo\.disable", re.M)
-_HINT_WORDS = ("forward", "compile", "custom_op", "register_fake", "impl_abstract", "disable")
+#: A file may hold a compiled region (or a custom op's fake) only if it says one of these:
+#: a plain word, or a word whose regex must also match after a word boundary. Each regex
+#: starts with its literal word, so ``re`` jumps from one occurrence to the next instead of
+#: trying every position (a leading ``\b`` would make it try every position: 3 s on 44 MB).
+_REGION_WORDS = (
+    ("def forward", re.compile(r"def forward\b")),
+    ("compile", re.compile(r"compile(?:\(|[ \t]*$)", re.M)),
+    ("custom_op", None), ("register_fake", None), ("impl_abstract", None),
+    ("compiler.disable", None), ("_dynamo.disable", None),
+)
 
 
 def may_hold_region(text: str) -> bool:
-    """The cheapest look: a substring test first (C speed), the regex only where it may match."""
-    return any(w in text for w in _HINT_WORDS) and REGION_HINT.search(text) is not None
+    """The cheapest look: substring tests (C speed), a regex only after its word was found."""
+    for word, regex in _REGION_WORDS:
+        if word not in text:
+            continue
+        if regex is None:
+            return True
+        for m in regex.finditer(text):
+            i = m.start()
+            if i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_"):
+                return True
+    return False
 
 
 FAKE_BY_NAME = re.compile(r"\b(\w+)\.(?:register_fake|register_abstract|impl_abstract)\b")
