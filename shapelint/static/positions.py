@@ -65,7 +65,7 @@ class FunctionPositions:
                 self._paired = False
         if not self._paired:
             return self._from_whole(node)
-        stmt = near if near is not None and id(node) in self._own(near) else None
+        stmt = near if near is not None and self._holds(near, node) else None
         if stmt is None:
             stmt = self._owner_map().get(id(node))
         if stmt is None:
@@ -134,6 +134,15 @@ class FunctionPositions:
 
     def _header(self, node: cst.CSTNode) -> None:
         self._stmts.append(node)
+
+    def _holds(self, stmt: cst.CSTNode, node: cst.CSTNode) -> bool:
+        """Is ``node`` part of ``stmt`` itself (a compound one's header)? The statement's
+        position table, needed anyway, answers without walking the statement's nodes."""
+        if id(stmt) not in self._start:
+            return False
+        if node is stmt:
+            return True
+        return node in self._table(stmt)[0]
 
     def _own(self, stmt: cst.CSTNode) -> set:
         """Ids of the nodes that belong to ``stmt`` itself (a compound one's header only)."""
