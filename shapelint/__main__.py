@@ -1,8 +1,6 @@
 """``python -m shapelint``: the same as the ``shapelint`` command."""
 
-import sys
-
-from shapelint.cli import main
+from shapelint.cli import entry
 
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

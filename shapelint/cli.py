@@ -281,5 +281,22 @@ def cmd_rule(args: argparse.Namespace) -> int:
     return 0
 
 
+def entry() -> None:
+    """The ``shapelint`` command: :func:`main`, then an exit that skips tearing the
+    interpreter down. A large check leaves millions of syntax-tree objects, and the
+    collector's last pass over them at shutdown took 12 s after a 58 s check of transformers
+    (mypy exits the same way). Exit handlers still run and output is flushed first."""
+    import atexit
+
+    code = main()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more can be said
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    entry()
