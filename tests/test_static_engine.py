@@ -156,6 +156,40 @@ def test_a_shared_helper_quotes_the_same_caller_on_any_number_of_processes(tmp_p
     assert [f.message for f in one.findings] == [f.message for f in two.findings]
 
 
+def test_the_walk_forks_while_the_syntax_checks_run_beside_it(tmp_path, monkeypatch):
+    # the syntax checks of files without a region run in a second process; that must not
+    # leave a thread behind, or the walk (which never forks a threaded process) runs serially
+    from shapelint.config import Settings
+    from shapelint.registry import all_rules
+    from shapelint.static import engine as engine_mod
+
+    files = {f"plain{i}.py": f"X = {i}\n" for i in range(4)}
+    files["broken.py"] = "def f(:\n"
+    files.update({f"m{i}.py": f"""
+        import torch
+        class M{i}(torch.nn.Module):
+            def forward(self, x):
+                if x.shape[0] > {i + 8}:
+                    return x
+                return x * 2
+        """ for i in range(2)})
+    write_tree(tmp_path, files)
+    monkeypatch.setattr(engine_mod._SyntaxChecks, "MIN_FOR_PROCESS", 1)
+    monkeypatch.setattr(engine_mod.Engine, "min_parallel_lines", 0)
+    monkeypatch.setattr(parallel, "jobs_for", lambda requested, real=parallel.jobs_for: real(2))
+    shares = []
+    real = parallel.partition
+    monkeypatch.setattr(parallel, "partition",
+                        lambda *a, **k: shares.append(real(*a, **k)) or shares[-1])
+    rules = all_rules()
+    result = engine_mod.Engine(rules, [c for c, r in rules.items() if r.default_enabled],
+                               Settings()).check([str(tmp_path)], root=str(tmp_path),
+                                                 use_cache=False)
+    assert len(shares[0]) == 2
+    assert len([f for f in result.findings if f.rule == "SL101"]) == 2
+    assert [os.path.basename(e.path) for e in result.errors] == ["broken.py"]
+
+
 def test_a_failed_process_costs_time_not_findings(tmp_path, monkeypatch):
     root = _cases_copy(tmp_path)
     one = check_tree(root)
