@@ -47,6 +47,13 @@ class M(torch.nn.Module):
         peak = x.abs().max().item()  # error: SL202
         counts = torch.bincount(x.long().flatten()).tolist()  # error: SL202
         return x / (peak + 1e-6)
+''', '''
+import torch
+class M(torch.nn.Module):
+    def forward(self, x):
+        stats = {"peak": x.max().item()}  # error: SL202
+        rows = {x.sum(-1).tolist()[0]}  # error: SL202
+        return x, stats, rows
 ''']
 
     def on_call(self, site: Call) -> None:

@@ -311,8 +311,11 @@ class Walker:
             if joined is None:
                 joined = self.env
             else:
-                for k in set(joined) | set(self.env):
-                    joined[k] = joined.get(k, UNKNOWN).merge(self.env.get(k, UNKNOWN))
+                # a name only one side has joins with UNKNOWN, which leaves it as it is
+                for k, v in self.env.items():
+                    j = joined.get(k)
+                    if j is not v:
+                        joined[k] = v if j is None else j.merge(v)
         self.env = joined if joined is not None else start
 
     def stmt(self, s: cst.CSTNode) -> None:
@@ -321,7 +324,7 @@ class Walker:
             for small in s.body:
                 self.ctx.stmt = small
                 self.small(small)
-        elif isinstance(s, cst.BaseSmallStatement):  # the body of `if x: return y`
+        elif _is_a(s, cst.BaseSmallStatement):  # the body of `if x: return y`
             self.small(s)
         elif isinstance(s, cst.If):
             self.condition(s.test, "if")
@@ -465,14 +468,22 @@ class Walker:
 
     # -- expressions ------------------------------------------------------------------------------
     def ev(self, node: cst.BaseExpression) -> Value:
-        method = getattr(self, "ev_" + type(node).__name__, None)
+        kind = type(node)
+        try:
+            method = _EV[kind]
+        except KeyError:
+            method = _EV[kind] = getattr(Walker, "ev_" + kind.__name__, None)
         if method is not None:
-            return method(node)
-        # any other expression: evaluate children for their sites
-        for child in node.children:
-            if isinstance(child, cst.BaseExpression):
-                self.ev(child)
+            return method(self, node)
+        # any other expression (a dict or set display, await, yield...): the expressions in it
+        for child in _sub_expressions(node):
+            self.ev(child)
         return UNKNOWN
+
+    def ev_leaf(self, node: cst.BaseExpression) -> Value:
+        return UNKNOWN
+
+    ev_Integer = ev_Float = ev_Imaginary = ev_SimpleString = ev_Ellipsis = ev_leaf
 
     def ev_Name(self, node: cst.Name) -> Value:
         v = self.env.get(node.value)
@@ -868,6 +879,41 @@ class Walker:
                 return Value(frozenset({TENSOR_SEQ}), self.origin(node))
             return Value(frozenset({TENSOR}), self.origin(node))
         return UNKNOWN
+
+
+#: the ``ev_`` method of each node type (None: evaluate the expressions inside)
+_EV: Dict[type, Optional[Callable[["Walker", cst.CSTNode], Value]]] = {}
+_IS_A: Dict[Tuple[type, type], bool] = {}
+#: fields that hold punctuation and whitespace, never an expression
+_NO_EXPRESSION = frozenset({"lpar", "rpar", "lbrace", "rbrace", "lbracket", "rbracket",
+                            "comma", "colon", "equal", "star", "semicolon", "dot"})
+
+
+def _is_a(node: cst.CSTNode, base: type) -> bool:
+    """``isinstance`` against libcst's abstract bases, by type, remembered: an ABC check
+    costs several times a plain one, and the walk asks hundreds of thousands of times."""
+    key = (type(node), base)
+    hit = _IS_A.get(key)
+    if hit is None:
+        hit = _IS_A[key] = isinstance(node, base)
+    return hit
+
+
+def _sub_expressions(node: cst.CSTNode) -> List[cst.BaseExpression]:
+    """The outermost expressions inside ``node``, in source order (through the elements of a
+    dict, set or list display, the arguments of a subscript...)."""
+    out: List[cst.BaseExpression] = []
+    for name in node.__dataclass_fields__:
+        if name in _NO_EXPRESSION or name.startswith("whitespace"):
+            continue
+        value = getattr(node, name)
+        for part in (value if isinstance(value, (list, tuple)) else (value,)):
+            if isinstance(part, cst.CSTNode):
+                if _is_a(part, cst.BaseExpression):
+                    out.append(part)
+                else:
+                    out.extend(_sub_expressions(part))
+    return out
 
 
 def _is_disabled(fn: FunctionInfo) -> bool:
