@@ -89,6 +89,8 @@ class M(torch.nn.Module):
     def on_finish(self) -> None:
         for origin in list(dict.fromkeys(list(self._branches) + list(self._first_use))):
             root = self._roots.get(origin, "")  # a submodule's argument: its caller decides
+            if root and self.is_nested_entry(root):  # known already: skip the report's cost
+                continue
             kind = self._kind(origin)
             branches = self._branches.get(origin)
             where = f"`{origin.symbol}` (line {origin.line})"
