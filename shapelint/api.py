@@ -77,7 +77,8 @@ class Origin:
         o = cls(path=path, symbol=symbol, scope=scope)
         o._text, o._line = text, None
         o._node, o._where, o._near = node, where, near
-        o._key = ("node", id(node), path)
+        # a node and the function walked: functions with the same text share one tree
+        o._key = ("node", id(node), path, id(getattr(where, "info", where)))
         return o
 
     def derive(self, fmt: str) -> "Origin":

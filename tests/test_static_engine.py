@@ -226,3 +226,31 @@ def test_a_function_libcst_cannot_parse_is_reported_and_the_rest_goes_on(tmp_pat
     result = check_tree(tmp_path)
     assert [(f.line, f.rule) for f in result.findings] == [(4, "SL101")]
     assert [(e.line, "B.forward" in e.message) for e in result.errors] == [(8, True)]
+
+
+def test_functions_with_the_same_text_share_a_tree_and_keep_their_own_lines(tmp_path):
+    # transformers repeats forwards word for word ("Copied from ..."); one parse serves all
+    body = """
+        def forward(self, x):
+            n = x.shape[0]
+            if n > 8:
+                return x * 2
+            return x
+    """
+    import textwrap
+
+    indented = textwrap.indent(textwrap.dedent(body), "    ")
+    write_tree(tmp_path, {"m.py": "import torch\n"
+                          f"class A(torch.nn.Module):\n{indented}\n"
+                          f"class B(torch.nn.Module):\n{indented}\n"})
+    result = check_tree(tmp_path)
+    hits = sorted((f.rule, f.line, f.column) for f in result.findings)
+    assert hits == [("SL101", 6, 12), ("SL101", 14, 12)]  # `if n > 8` of each class
+    assert "(line 5)" in result.findings[0].message and "(line 13)" in result.findings[1].message
+
+    mod = ModuleInfo(read_source(str(tmp_path / "m.py")))
+    from shapelint.static.project import Project
+
+    Project().add(mod)
+    a, b = mod.classes["A"].methods["forward"], mod.classes["B"].methods["forward"]
+    assert a.node is not None and a.node is b.node

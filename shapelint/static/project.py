@@ -157,6 +157,18 @@ class FunctionInfo:
     _segment_module: Optional[Tuple[cst.Module, int]] = None  # (parsed segment, line offset)
 
 
+def _parse_function_text(text: str, indented: bool
+                         ) -> Union[str, Tuple[cst.Module, cst.CSTNode]]:
+    """(module, the function's node) of a function's own lines, or why libcst cannot."""
+    try:
+        with _unvalidated():
+            module = cst.parse_module(text)
+        stmt = module.body[0]
+        return module, (stmt.body.body[0] if indented else stmt)  # type: ignore[attr-defined]
+    except (cst.ParserSyntaxError, RecursionError, IndexError, AttributeError) as exc:
+        return getattr(exc, "message", None) or type(exc).__name__
+
+
 class ClassInfo:
     def __init__(self, name: str, module: "ModuleInfo", tree: ast.ClassDef) -> None:
         self.name = name
@@ -216,6 +228,10 @@ class ModuleInfo:
         self.custom_ops: Dict[str, str] = {}  # function name -> "ns::op"
         #: functions libcst could not parse: (line, message), reported by the engine
         self.function_errors: List[Tuple[int, str]] = []
+        #: libcst trees by function text, shared by the modules of a project (set by
+        #: Project.add): a large tree repeats functions word for word ("Copied from ..." in
+        #: transformers), and a tree holds no position, so one parse serves every copy
+        self.parsed_texts: Dict[str, Union[str, Tuple[cst.Module, cst.CSTNode]]] = {}
         self._lines = source.text.splitlines()
         self._summarize(tree if tree is not None else parse_ast(source.text, source.path))
 
@@ -227,21 +243,19 @@ class ModuleInfo:
         lines = self._lines[first - 1:last]
         indented = fn.tree.col_offset > 0
         text = ("if 1:\n" if indented else "") + "\n".join(lines) + "\n"
-        try:
-            with _unvalidated():
-                module = cst.parse_module(text)
-            stmt = module.body[0]
-            node = stmt.body.body[0] if indented else stmt  # type: ignore[attr-defined]
-        except (cst.ParserSyntaxError, RecursionError, IndexError, AttributeError) as exc:
-            msg = getattr(exc, "message", None) or type(exc).__name__
-            self.function_errors.append((fn.tree.lineno, f"libcst cannot parse `{fn.symbol}`: {msg}"))
+        parsed = self.parsed_texts.get(text)
+        if parsed is None:
+            parsed = self.parsed_texts[text] = _parse_function_text(text, indented)
+        if isinstance(parsed, str):
+            self.function_errors.append((fn.tree.lineno, f"libcst cannot parse `{fn.symbol}`: {parsed}"))
             return None
+        module, node = parsed
         if not isinstance(node, cst.FunctionDef):
             return None
         fn._segment_module = (module, first - 1 - (1 if indented else 0))
         return node
 
-    def position(self, node: cst.CSTNode, fn: Optional[FunctionInfo] = None,
+    def position(self, node: cst.CSTNode, fn: FunctionInfo,
                  near: Optional[cst.CSTNode] = None) -> Tuple[int, int, int, int]:
         """(line, column, end_line, end_column), 1-based, end column inclusive. ``fn`` is the
         function that holds ``node`` and ``near`` its statement, where known."""
@@ -524,8 +538,10 @@ class Project:
         self._attempted: Set[str] = set()
         self._mros: Dict[str, List[ClassInfo]] = {}
         self._suffix: Dict[str, List[ModuleInfo]] = {}
+        self._parsed_texts: Dict[str, Union[str, Tuple[cst.Module, cst.CSTNode]]] = {}
 
     def add(self, module: ModuleInfo) -> None:
+        module.parsed_texts = self._parsed_texts
         self._attempted.add(module.source.abspath)
         self._lookups.clear()
         self._mros.clear()
