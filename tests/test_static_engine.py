@@ -106,16 +106,24 @@ def _cases_copy(tmp_path):
     return root
 
 
-def test_walk_on_two_processes_finds_what_one_finds(tmp_path, monkeypatch):
-    root = _cases_copy(tmp_path)
-    one = check_tree(root)
-    monkeypatch.setattr(parallel, "MIN_LINES", 0)
+def _on_two_processes(monkeypatch, guarded: bool = False):
+    """Make any walk fork into two processes; returns the list the shares get recorded in.
+    ``guarded`` keeps jobs_for's own safety checks (it only asks for 2)."""
+    real_jobs = parallel.jobs_for
     monkeypatch.setattr("shapelint.static.engine.Engine.min_parallel_lines", 0)
-    monkeypatch.setattr(parallel, "jobs_for", lambda requested: 2)
+    monkeypatch.setattr(parallel, "jobs_for",
+                        (lambda requested: real_jobs(2)) if guarded else (lambda requested: 2))
     shares = []
     real = parallel.partition
     monkeypatch.setattr(parallel, "partition",
                         lambda *a, **k: shares.append(real(*a, **k)) or shares[-1])
+    return shares
+
+
+def test_walk_on_two_processes_finds_what_one_finds(tmp_path, monkeypatch):
+    root = _cases_copy(tmp_path)
+    one = check_tree(root)
+    shares = _on_two_processes(monkeypatch)
     two = check_tree(root)
     assert len(shares[0]) == 2  # it really forked
     assert _keys(one) and _keys(one) == _keys(two)
@@ -143,12 +151,7 @@ def test_a_shared_helper_quotes_the_same_caller_on_any_number_of_processes(tmp_p
                 "    def forward(self, x):\n" + padding + "        return pick(x, x.size(1))\n",
     })
     one = check_tree(tmp_path)
-    monkeypatch.setattr("shapelint.static.engine.Engine.min_parallel_lines", 0)
-    monkeypatch.setattr(parallel, "jobs_for", lambda requested: 2)
-    shares = []
-    real = parallel.partition
-    monkeypatch.setattr(parallel, "partition",
-                        lambda *a, **k: shares.append(real(*a, **k)) or shares[-1])
+    shares = _on_two_processes(monkeypatch)
     two = check_tree(tmp_path)
     assert [os.path.basename(e.module.path) for e in shares[0][0]] == ["b.py"]  # a.py: the child
     helper = [f.message for f in one.findings if os.path.basename(f.path) == "util.py"]
@@ -175,12 +178,7 @@ def test_the_walk_forks_while_the_syntax_checks_run_beside_it(tmp_path, monkeypa
         """ for i in range(2)})
     write_tree(tmp_path, files)
     monkeypatch.setattr(engine_mod._SyntaxChecks, "MIN_FOR_PROCESS", 1)
-    monkeypatch.setattr(engine_mod.Engine, "min_parallel_lines", 0)
-    monkeypatch.setattr(parallel, "jobs_for", lambda requested, real=parallel.jobs_for: real(2))
-    shares = []
-    real = parallel.partition
-    monkeypatch.setattr(parallel, "partition",
-                        lambda *a, **k: shares.append(real(*a, **k)) or shares[-1])
+    shares = _on_two_processes(monkeypatch, guarded=True)
     rules = all_rules()
     result = engine_mod.Engine(rules, [c for c, r in rules.items() if r.default_enabled],
                                Settings()).check([str(tmp_path)], root=str(tmp_path),
