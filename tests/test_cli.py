@@ -115,11 +115,14 @@ def test_suppressions(tmp_path):
     write_tree(tmp_path, {"a.py": src,
                           "b.py": HAZARD.replace("if x.shape[0] > 8:", "if x.shape[0] > 8:  # shapelint: ignore[SL101]"),
                           "c.py": "# shapelint: noqa\n" + HAZARD,
-                          "d.py": CLEAN.replace("* 2", "* 2  # noqa: SL101")})
+                          "d.py": CLEAN.replace("* 2", "* 2  # noqa: SL101"),
+                          "e.py": HAZARD.replace("if x.shape[0] > 8:", "if x.shape[0] > 8:  # NOQA"),
+                          "f.py": HAZARD.replace("if x.shape[0] > 8:", "if x.shape[0] > 8:  # noqa: E501"),
+                          "g.py": HAZARD.replace("if x.shape[0] > 8:", "if x.shape[0] > 8:  # noqa:E501,sl1")})
     res = run(["check", ".", "--format", "json", "--no-cache"], tmp_path)
     doc = json.loads(res.stdout)
     got = [(f["path"], f["rule"]) for f in doc["findings"]]
-    assert got == [("d.py", "SL001")], got
+    assert got == [("d.py", "SL001"), ("f.py", "SL101")], got
     assert "SL101" in doc["findings"][0]["message"]
 
 

@@ -10,6 +10,11 @@ from typing import Dict, List, Optional, Set, Tuple
 
 NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z0-9]+(?:[\s,]+[A-Za-z0-9]+)*))?", re.I)
 IGNORE = re.compile(r"#\s*shapelint:\s*ignore(?:\[(?P<codes>[^\]]*)\])?")
+#: a comment that can suppress or name a shapelint code: a blanket ``# noqa``, a ``# noqa:``
+#: list with an SL code, a ``shapelint:`` directive. Files with none (only ``# noqa: E501``
+#: and the like, common in large trees) skip the tokenizer, which finds the real comments.
+MAY_MATTER = re.compile(r"#[ \t]*noqa(?![ \t]*:)|#[ \t]*noqa[ \t]*:[^\n]*sl\d|#[ \t]*shapelint:",
+                        re.I)
 FILE_NOQA = re.compile(r"^\s*#\s*shapelint:\s*noqa\b(?::\s*(?P<codes>[A-Za-z0-9, ]+))?", re.M)
 
 
@@ -51,7 +56,7 @@ class Suppressions:
     def __init__(self, text: str) -> None:
         self.by_line: Dict[int, List[Suppression]] = {}
         self.file_level: List[Suppression] = []
-        if "noqa" not in text and "shapelint:" not in text:
+        if not MAY_MATTER.search(text):
             return
         for lineno, col, comment in _comments(text):
             if FILE_NOQA.match(comment):
