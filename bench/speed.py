@@ -117,7 +117,9 @@ def bench_tree(name: str, tree: str, skip_libcst: bool, repeat: int = 3) -> None
     if not skip_libcst:
         print(f"  libcst parse   {time_libcst(files):7.2f} s", flush=True)
     # floor and cold alternate, `repeat` times each, and the best of each is kept (as timeit
-    # does): a shared machine's noise only ever adds time, and it hits both alike
+    # does): a shared machine's noise only ever adds time. Noise comes in spells, so a floor
+    # and the cold run right after it are slowed alike: the median of those pairs' ratios is
+    # printed too
     floors, colds, warms = [], [], []
     for _ in range(repeat):
         floors.append(time_ast(files))
@@ -125,16 +127,17 @@ def bench_tree(name: str, tree: str, skip_libcst: bool, repeat: int = 3) -> None
         colds.append(shapelint(["check", tree, *cfg], work))
         warms.append(shapelint(["check", tree, *cfg], work))
         print(f"  ast floor {floors[-1]:7.2f} s   shapelint cold {colds[-1]:7.2f} s   "
-              f"warm {warms[-1]:5.2f} s", flush=True)
+              f"warm {warms[-1]:5.2f} s   pair ratio {colds[-1] / floors[-1]:.2f}", flush=True)
     floor, cold, warm = min(floors), min(colds), min(warms)
+    pairs = sorted(c / f for c, f in zip(colds, floors))
     picks = [f for f in files if "def forward" in open(f, encoding="utf-8", errors="ignore").read()][:5]
     rel = [os.path.relpath(p, tree) for p in picks]
     shapelint(["check", *rel, *cfg], tree)  # fill the cache for this file set
     pre = min(shapelint(["check", *rel, *cfg], tree) for _ in range(repeat))
     print(f"  pre-commit (5 files, warm) {pre:5.2f} s", flush=True)
     print(f"  RATIO {name} (best of {repeat}): cold/ast-floor = {cold / floor:.2f} "
-          f"({cold:.2f} s / {floor:.2f} s), warm = {warm:.2f} s, pre-commit = {pre:.2f} s",
-          flush=True)
+          f"({cold:.2f} s / {floor:.2f} s; median of the pairs {pairs[len(pairs) // 2]:.2f}), "
+          f"warm = {warm:.2f} s, pre-commit = {pre:.2f} s", flush=True)
     shutil.rmtree(work, ignore_errors=True)
 
 
