@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple, Type
 
 from shapelint import api
@@ -18,7 +19,7 @@ from shapelint.finding import CheckResult, FileError, Finding, Location, relpath
 from shapelint.static import files as files_mod
 from shapelint.static import parallel
 from shapelint.static.flow import Analyzer, FunctionContext
-from shapelint.static.project import (COMPILE_CALL, FunctionInfo, ModuleInfo, Project,
+from shapelint.static.project import (FunctionInfo, ModuleInfo, Project,
                                       ast_dotted, may_hold_region, parse_ast)
 from shapelint.static.engine_paths import anchor, exclude_patterns
 from shapelint.static.suppress import Suppressions
@@ -353,6 +354,12 @@ def _keep(have: List[Candidate], cand: Candidate) -> None:
     have.append(cand)
 
 
+#: what the walk below looks for, as text: ``compile(name``, ``torch.compile(name`` or
+#: ``torch.compiler.compile(name``, not ``re.compile(...)`` (whose tree walk cost 1 s on
+#: transformers for nothing)
+COMPILE_OF_NAME = re.compile(r"(?<![\w.])(?:torch\s*\.\s*(?:compiler\s*\.\s*)?)?compile\(\s*[A-Za-z_]")
+
+
 def _holds_region(src: files_mod.SourceFile, trees: Dict[str, object]) -> bool:
     """The cheap first pass (ast, ~10x cheaper than libcst): does the file define a compiled
     entry (a ``forward`` method, a torch.compile'd function), a custom op, a fake or a
@@ -382,7 +389,7 @@ def _holds_region(src: files_mod.SourceFile, trees: Dict[str, object]) -> bool:
         elif isinstance(node, (ast.Expr, ast.Assign)) and isinstance(node.value, ast.Call):
             found = (ast_dotted(node.value.func) or "").endswith(
                 ("compile", "register_fake", "impl_abstract", "register_abstract"))
-    if not found and COMPILE_CALL.search(src.text):  # torch.compile(fn), e.g. inside a function
+    if not found and COMPILE_OF_NAME.search(src.text):  # torch.compile(fn), inside a function
         found = any(isinstance(n, ast.Call) and n.args and isinstance(n.args[0], ast.Name)
                     and ast_dotted(n.func) in ("torch.compile", "compile", "torch.compiler.compile")
                     for n in ast.walk(tree))
