@@ -126,6 +126,35 @@ def test_suppressions(tmp_path):
     assert "SL101" in doc["findings"][0]["message"]
 
 
+def test_the_suppression_prefilter_keeps_every_suppression(monkeypatch):
+    # files whose comments cannot matter skip the tokenizer; on every comment here the result
+    # must equal reading the file's comments without that shortcut
+    import re
+
+    from shapelint.static import suppress
+
+    comments = ["# noqa", "# NOQA", "# noqa : E501", "# noqa:", "# noqa:  ", "# noqa: E501",
+                "# noqa: SL101", "# noqa:sl1", "# noqa: E501, SL", "# noqa: S", "# noqa: S101",
+                "# noqa: E501 SL105", "#noqa:SL1,E1", "# shapelint: ignore[SL101]",
+                "# shapelint: ignore", "# shapelint: noqa", "# shapelint: noqa: SL1",
+                "# noqa: E501  # shapelint: ignore", "# a comment", "'# noqa' in a string"]
+
+    def read(text):
+        s = suppress.Suppressions(text)
+        return ([(x.line, x.column, x.codes) for xs in s.by_line.values() for x in xs],
+                [(x.line, x.codes) for x in s.file_level])
+
+    for comment in comments:
+        text = f"x = 1  {comment}\n" if not comment.startswith("'") else f"y = {comment}\n"
+        filtered = read(text)
+        monkeypatch.setattr(suppress, "MAY_MATTER", re.compile(""))
+        everything = read(text)
+        monkeypatch.undo()
+        relevant = [r for r in everything[0] if r[2] is None or
+                    any("SL101".startswith(c) or "SL205".startswith(c) for c in r[2])]
+        assert set(relevant) <= set(filtered[0]) and everything[1] == filtered[1], comment
+
+
 def test_per_file_ignores(tmp_path):
     write_tree(tmp_path, {"tests/m.py": HAZARD, "src/m.py": HAZARD})
     (tmp_path / "shapelint.toml").write_text('per-file-ignores = { "tests/*" = ["SL1"] }\n')

@@ -10,11 +10,14 @@ from typing import Dict, List, Optional, Set, Tuple
 
 NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z0-9]+(?:[\s,]+[A-Za-z0-9]+)*))?", re.I)
 IGNORE = re.compile(r"#\s*shapelint:\s*ignore(?:\[(?P<codes>[^\]]*)\])?")
-#: a comment that can suppress or name a shapelint code: a blanket ``# noqa``, a ``# noqa:``
-#: list with an SL code, a ``shapelint:`` directive. Files with none (only ``# noqa: E501``
-#: and the like, common in large trees) skip the tokenizer, which finds the real comments.
-MAY_MATTER = re.compile(r"#[ \t]*noqa(?![ \t]*:)|#[ \t]*noqa[ \t]*:[^\n]*sl\d|#[ \t]*shapelint:",
-                        re.I)
+#: a comment that can suppress or name a shapelint code, as a superset of what NOQA, IGNORE
+#: and FILE_NOQA read: a blanket ``# noqa`` (no code list right after it, ``# noqa : E501``
+#: included), a ``# noqa:`` list with a code that an SL code starts with (``S``, ``SL``,
+#: ``SL1``, ``SL101``), a ``shapelint:`` directive. Files with none (only ``# noqa: E501`` and
+#: the like, common in large trees) skip the tokenizer, which finds the real comments.
+MAY_MATTER = re.compile(r"#\s*noqa(?!:[^\S\n]*[A-Za-z0-9])"
+                        r"|#\s*noqa:[^\n]*(?<![A-Za-z0-9])s(?:l\d*)?(?![A-Za-z0-9])"
+                        r"|#\s*shapelint:", re.I)
 FILE_NOQA = re.compile(r"^\s*#\s*shapelint:\s*noqa\b(?::\s*(?P<codes>[A-Za-z0-9, ]+))?", re.M)
 
 
