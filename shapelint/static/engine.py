@@ -29,6 +29,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 UNUSED_SUPPRESSION = "SL001"
 PARSE_ERROR = "SL000"
+#: what ``ast`` raises on a file it cannot read (ValueError: NUL bytes and the like)
+PARSE_FAILURES = (SyntaxError, ValueError, RecursionError, MemoryError)
 
 
 class Engine(api.ReportSink):
@@ -235,12 +237,8 @@ class Engine(api.ReportSink):
         """The module's summary, from ``tree`` when the first pass already parsed it."""
         try:
             return ModuleInfo(src, tree if isinstance(tree, ast.Module) else None)
-        except SyntaxError as exc:
-            errors.append(_syntax_failure(src, exc))
-        except (RecursionError, MemoryError):
-            errors.append(FileError(src.path, 1, 1, "file is too deeply nested to parse"))
-        except ValueError as exc:  # NUL bytes and the like
-            errors.append(FileError(src.path, 1, 1, f"cannot parse: {exc}"))
+        except PARSE_FAILURES as exc:
+            errors.append(_parse_failure(src, exc))
         return None
 
     def _entries(self) -> List[FunctionInfo]:
@@ -367,7 +365,7 @@ def _holds_region(src: files_mod.SourceFile, trees: Dict[str, object]) -> bool:
     parse is kept, so that its error is reported."""
     try:
         tree = parse_ast(src.text, src.path)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    except PARSE_FAILURES:
         return True
     markers = ("compile", "custom_op", "register_fake", "impl_abstract", "disable")
     stack = list(tree.body)
@@ -435,11 +433,16 @@ def _syntax_errors_of(paths: Sequence[str]) -> List[Tuple[str, int, int, str]]:
     return out
 
 
-def _syntax_failure(src: files_mod.SourceFile, exc: SyntaxError) -> FileError:
-    """A file ``ast`` rejects: a syntax error, or syntax newer than this Python's (libcst
-    accepts it: ``def f[T]()`` read by Python 3.11), which deserves a different message."""
+def _parse_failure(src: files_mod.SourceFile, exc: BaseException) -> FileError:
+    """The error to report for a file ``ast`` rejects, whichever pass met it. A file libcst
+    accepts but ``ast`` does not (``def f[T]()`` read by Python 3.11) is written for a newer
+    Python, which deserves its own message."""
     import sys
 
+    if isinstance(exc, (RecursionError, MemoryError)):
+        return FileError(src.path, 1, 1, "file is too deeply nested to parse")
+    if not isinstance(exc, SyntaxError):
+        return FileError(src.path, 1, 1, f"cannot parse: {exc}")
     try:
         import libcst as cst
 
@@ -455,10 +458,8 @@ def _syntax_failure(src: files_mod.SourceFile, exc: SyntaxError) -> FileError:
 def _syntax_error(src: files_mod.SourceFile) -> Optional[FileError]:
     try:
         parse_ast(src.text, src.path)
-    except SyntaxError as exc:
-        return _syntax_failure(src, exc)
-    except (ValueError, RecursionError, MemoryError) as exc:
-        return FileError(src.path, 1, 1, f"cannot parse: {exc}")
+    except PARSE_FAILURES as exc:
+        return _parse_failure(src, exc)
     return None
 
 
