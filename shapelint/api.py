@@ -78,7 +78,7 @@ class Origin:
         o._text, o._line = text, None
         o._node, o._where, o._near = node, where, near
         # a node and the function walked: functions with the same text share one tree
-        o._key = ("node", id(node), path, id(getattr(where, "info", where)))
+        o._key = ("node", id(node), id(getattr(where, "info", where)))
         return o
 
     def derive(self, fmt: str) -> "Origin":

@@ -105,7 +105,8 @@ class Analyzer:
         self.project = project
         self.dispatch = dispatch
         self.graph: nx.DiGraph = nx.DiGraph()
-        self._memo: Dict[Tuple, Value] = {}
+        #: (function, kinds of its arguments) -> (result, the arguments it was walked with)
+        self._memo: Dict[Tuple, Tuple[Value, Dict[str, Value]]] = {}
         self._stack: List[str] = []
         self.scalar_names = tuple(scalar_names)
 

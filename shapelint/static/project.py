@@ -259,7 +259,7 @@ class ModuleInfo:
                  near: Optional[cst.CSTNode] = None) -> Tuple[int, int, int, int]:
         """(line, column, end_line, end_column), 1-based, end column inclusive. ``fn`` is the
         function that holds ``node`` and ``near`` its statement, where known."""
-        candidates = [fn] if fn is not None and fn.module is self else []
+        candidates = [fn] if fn.module is self else []
         candidates += [f for f in self._all_functions() if f._parsed and f is not fn]
         for f in candidates:
             pos = f.position(node, near if f is fn else None)
