@@ -50,6 +50,7 @@ class M(torch.nn.Module):
         picked = x.masked_select(mask)  # error: SL204
         pos = x[x > 0]  # error: SL204
         rep = torch.repeat_interleave(x, counts, dim=0)  # error: SL204
+        rep2 = x.repeat_interleave(repeats=counts, dim=1)  # error: SL204
         idx = torch.nonzero(x)  # error: SL204
         return picked.sum() + pos.sum() + rep.sum()
 ''']
@@ -67,9 +68,8 @@ class M(torch.nn.Module):
             name = "torch.where(cond)"
         elif (site.method == "repeat_interleave" and recv is not None and recv.is_tensor) or \
                 callee == "torch.repeat_interleave":
-            repeats = site.args[0] if site.method else (site.args[1] if len(site.args) > 1 else None)
-            if repeats is None:
-                repeats = site.kwargs.get("repeats")
+            index = 0 if site.method else 1  # Tensor.repeat_interleave(repeats) / torch.(input, repeats)
+            repeats = site.args[index] if len(site.args) > index else site.kwargs.get("repeats")
             if repeats is not None and repeats.is_tensor and "output_size" not in site.kwargs:
                 name = "repeat_interleave without output_size"
         if name == "nonzero_static":
