@@ -46,6 +46,10 @@ class Settings:
     entry_points: Tuple[str, ...] = ()
     module_forward: bool = True
     scalar_arg_names: Tuple[str, ...] = ()
+    #: argument name -> dims that vary between calls (``{"input_ids": (0, 1)}``)
+    dynamic_dims: Dict[str, Tuple[int, ...]] = field(default_factory=dict)
+    #: turn on the rules whose measured precision on real code is under 0.9
+    preview: bool = False
     rule_paths: Tuple[str, ...] = ()
     cache_dir: str = ".shapelint_cache"
     output_format: str = "text"
@@ -56,7 +60,8 @@ class Settings:
     def fingerprint(self) -> str:
         """What changes findings: part of the cache key."""
         parts = [self.select, self.ignore, self.extend_select, sorted(self.per_file_ignores.items()),
-                 self.entry_points, self.module_forward, self.scalar_arg_names, self.rule_paths]
+                 self.entry_points, self.module_forward, self.scalar_arg_names, self.rule_paths,
+                 sorted(self.dynamic_dims.items()), self.preview]
         return repr(parts)
 
 
@@ -71,6 +76,8 @@ KEYS: Dict[str, Tuple[str, type, Optional[type]]] = {
     "entry-points": ("entry_points", list, str),
     "module-forward": ("module_forward", bool, None),
     "scalar-arg-names": ("scalar_arg_names", list, str),
+    "dynamic-dims": ("dynamic_dims", dict, list),
+    "preview": ("preview", bool, None),
     "rule-paths": ("rule_paths", list, str),
     "cache-dir": ("cache_dir", str, None),
     "output-format": ("output_format", str, None),
@@ -135,6 +142,8 @@ def validate(data: Dict[str, Any], path: str, known_codes: Sequence[str]) -> Set
             value = {str(k): tuple(v) for k, v in value.items()}
             for codes in value.values():
                 check_codes(codes, known_codes, f"{path}: per-file-ignores")
+        elif key == "dynamic-dims":
+            value = validate_dynamic_dims(value, path)
         elif key == "targets":
             value = [validate_target(t, path, i) for i, t in enumerate(value)]
         elif typ is list:
@@ -143,6 +152,20 @@ def validate(data: Dict[str, Any], path: str, known_codes: Sequence[str]) -> Set
             check_codes(value, known_codes, f"{path}: `{key}`")
         setattr(settings, attr, value)
     return settings
+
+
+def validate_dynamic_dims(value: Dict[str, Any], path: str) -> Dict[str, Tuple[int, ...]]:
+    """``{argument name: [dims that vary]}``; a dim is an int (negative counts from the end)."""
+    out: Dict[str, Tuple[int, ...]] = {}
+    for name, dims in value.items():
+        label = f"{path}: `dynamic-dims.{name}`"
+        if not str(name).isidentifier():
+            raise ConfigError(f"{label}: the key must be an argument name")
+        if not isinstance(dims, list) or not all(isinstance(d, int) and not isinstance(d, bool)
+                                                 for d in dims):
+            raise ConfigError(f"{label} must be a list of dim numbers, such as [0, 1]")
+        out[str(name)] = tuple(dims)
+    return out
 
 
 def validate_target(t: Dict[str, Any], path: str, index: int) -> Dict[str, Any]:
