@@ -345,6 +345,12 @@ class Rule:
     hint: ClassVar[str] = ""
     #: off unless selected (``--select`` / ``extend-select``); for rules that are noisy
     default_enabled: ClassVar[bool] = True
+    #: a preview rule is off by default, as ruff's are: its measured precision on real code
+    #: (``bench/zoo.py``) is under 0.9. ``--preview`` (``preview = true``) or selecting its
+    #: code turns it on
+    preview: ClassVar[bool] = False
+    #: precision on real code as last measured by ``bench/zoo.py`` (None: not measured)
+    measured_precision: ClassVar[Optional[float]] = None
     #: reported only by the harness (events no static rule predicted); no static hooks
     runtime_only: ClassVar[bool] = False
     VALID: ClassVar[Sequence[str]] = ()
@@ -398,7 +404,8 @@ class Rule:
         return {"code": cls.code, "name": cls.name, "summary": cls.summary,
                 "severity": cls.severity, "evidence": list(cls.evidence),
                 "registry_ids": list(cls.registry_ids), "hint": cls.hint,
-                "default_enabled": cls.default_enabled, "runtime_only": cls.runtime_only}
+                "default_enabled": cls.default_enabled, "runtime_only": cls.runtime_only,
+                "preview": cls.preview, "measured_precision": cls.measured_precision}
 
 
 class ReportSink:
