@@ -1,4 +1,8 @@
-"""Shared loading of the labelled cases in ../shared/cases (used by benchmarks and tests)."""
+"""Shared loading of the labelled cases (used by benchmarks and tests).
+
+The cases live in ``../shared/cases`` beside the repository; ``tests/cases/shared`` is a copy
+that travels with the repository, so a fresh clone runs the benchmarks and the tests without
+it. ``SHAPELINT_CASES`` overrides both."""
 
 from __future__ import annotations
 
@@ -45,8 +49,17 @@ class Case:
         return (self.measured or {}).get("case", {}).get("modes", {}).get(mode, {})
 
 
+#: the copy of ../shared/cases kept in the repository (refresh it with
+#: ``rm -r tests/cases/shared && cp -r ../shared/cases tests/cases/shared``)
+BUNDLED = os.path.join(REPO, "tests", "cases", "shared")
+SHARED = os.path.join(os.path.dirname(REPO), "shared", "cases")
+
+
 def cases_dir() -> str:
-    return os.environ.get("SHAPELINT_CASES") or os.path.join(os.path.dirname(REPO), "shared", "cases")
+    """``SHAPELINT_CASES``, else ``../shared/cases`` when it is there, else the bundled copy."""
+    if os.environ.get("SHAPELINT_CASES"):
+        return os.environ["SHAPELINT_CASES"]
+    return SHARED if os.path.isdir(SHARED) else BUNDLED
 
 
 def load_cases(root: Optional[str] = None) -> List[Case]:
