@@ -13,6 +13,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional
 
 from shapelint.finding import relpath
+from shapelint.harness.coverage import merge
 from shapelint.harness.target import TargetSpec
 
 SIGNALS = {signal.SIGKILL: "killed (SIGKILL; out of memory?)", signal.SIGSEGV: "segmentation fault",
@@ -141,6 +142,9 @@ def assemble(spec: TargetSpec, records: List[Dict[str, Any]]) -> Dict[str, Any]:
         "specializations": _rel_paths(summary.get("specializations", [])),
         "graph_breaks": _rel_paths(summary.get("graph_breaks", [])),
         "compile_errors": _rel_paths(summary.get("compile_errors", [])),
+        # user lines the compiled region ran, {path: lines}; each shape record adds its new ones
+        "executed": {relpath(p): ls for p, ls in
+                     merge([r.get("executed") or {} for r in records]).items()},
         "max_compiles": spec.max_compiles,
         "error": None, "failed": False,
     }

@@ -86,6 +86,7 @@ def run(spec: TargetSpec, out: Out) -> int:
         return 3
 
     from shapelint.harness.blame import Recorder
+    from shapelint.harness.coverage import Coverage
     from shapelint.harness.trace import Collector, attach, parse_trace_file
 
     trace_dir = os.environ.get("SHAPELINT_TRACE_DIR")
@@ -105,6 +106,8 @@ def run(spec: TargetSpec, out: Out) -> int:
     collector = Collector()
     recorder = Recorder(collector, lambda: current)
     collector.on_event = recorder.on_event
+    coverage = Coverage()  # lines traced into the compiled region (coverage.py)
+    coverage.attach()
     consumed = [0]
     if trace_dir:
         source = "TORCH_TRACE log files (the structured-trace handler API is unavailable)"
@@ -220,7 +223,8 @@ def run(spec: TargetSpec, out: Out) -> int:
                "seconds": round(time.perf_counter() - t0, 3)}
         if spec.mode and "reduce-overhead" in spec.mode and device.startswith("cuda"):
             row["cudagraph_recordings"] = cudagraph_records[0] - before_graphs
-        out.write({"type": "shape", "row": row, "summary": recorder.summary()})
+        out.write({"type": "shape", "row": row, "summary": recorder.summary(),
+                   "executed": coverage.new_lines(recorder.is_user)})
     out.write({"type": "done", "summary": recorder.summary(),
                "seconds": round(time.perf_counter() - started, 3)})
     return 0
