@@ -3,6 +3,11 @@
 recall    = expected (file, line, kind) entries that a finding of a matching rule hits
 precision = findings on expected lines / all findings (findings on decoys and on negative
             cases count against it)
+
+Each case's ``varies`` says which input dims its replay varies ("batch (dim 0) and time
+length (dim 1)"); the static pass is told the same through ``dynamic-dims = {"*" = [0, 1]}``,
+as a user tells it which dims of their inputs change between calls (by default it assumes
+dim 0, and dim 1 of ids and masks). ``--no-declared-dims`` checks with the defaults alone.
 The last line is ``TOTAL recall=R precision=P``; tests/test_accuracy.py fails if either drops
 below bench/accuracy_baseline.json.
 
@@ -24,8 +29,23 @@ from shapelint.registry import all_rules  # noqa: E402
 from shapelint.static.engine import Engine  # noqa: E402
 
 
-def check_case(folder: str, rules, enabled):
-    engine = Engine(rules, enabled, Settings())
+def declared_dims(folder: str) -> Dict[str, Tuple[int, ...]]:
+    """``{"*": dims}`` from the case's ``varies`` ("sequence length (dim -2) = 4 + batch")."""
+    import re
+
+    from _cases import tomllib
+
+    with open(os.path.join(folder, "case.toml"), "rb") as fh:
+        varies = str(tomllib.load(fh).get("varies", ""))
+    dims = tuple(sorted({int(d) for d in re.findall(r"\(dim (-?\d+)\)", varies)}))
+    return {"*": dims} if dims else {}
+
+
+def check_case(folder: str, rules, enabled, declare: bool = True):
+    settings = Settings()
+    if declare:
+        settings.dynamic_dims = declared_dims(folder)
+    engine = Engine(rules, enabled, settings)
     result = engine.check([folder], root=folder, use_cache=False)
     out = []
     for f in result.findings:
@@ -34,14 +54,14 @@ def check_case(folder: str, rules, enabled):
     return out, result.errors
 
 
-def measure(root=None, verbose=False) -> Tuple[float, float, List[str]]:
+def measure(root=None, verbose=False, declare: bool = True) -> Tuple[float, float, List[str]]:
     rules = all_rules()
     enabled = [c for c, r in rules.items() if r.default_enabled]
     per_kind_found: Dict[str, List[int]] = defaultdict(lambda: [0, 0])
     good = total = 0
     lines: List[str] = []
     for case in load_cases(root):
-        findings, errors = check_case(case.path, rules, enabled)
+        findings, errors = check_case(case.path, rules, enabled, declare)
         expected_lines = {(e["file"], e["line"]) for e in case.expected}
         decoy_lines = {(d["file"], d["line"]) for d in case.decoys}
         for e in case.expected:
@@ -76,7 +96,7 @@ def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     verbose = "--verbose" in argv
     root = next((a for a in argv if not a.startswith("-")), None)
-    recall, precision, lines = measure(root, verbose)
+    recall, precision, lines = measure(root, verbose, "--no-declared-dims" not in argv)
     for line in lines:
         if verbose or not line.startswith(("MISS", "DECOY", "EXTRA", "ERROR")) or True:
             print(line)

@@ -8,6 +8,12 @@ class SizeBranch(Rule):
     `and`/`or`, `match`) that depends on a tensor size: `x.shape[0]`, `x.size(1)`, `len(x)`,
     `x.numel()`, or anything computed from them, also through helpers in other modules.
 
+    Only sizes of dims that vary between calls count (the batch and sequence dims of the
+    compiled entry's inputs, or the dims declared with `mark_dynamic` or `dynamic-dims`): a
+    branch on a dim fixed by a parameter (`x.shape[-1] == self.hidden_size`) costs nothing, and
+    a validation check (`if ...: raise`, `assert`) is not reported. `n > 1` and `n == 0` on a
+    plain size are decided by its range without a guard.
+
     ## Why is this bad?
     Dynamo must pick one side of the branch when it traces. With a dynamic size it installs a
     guard such as `s77 <= 8`; an input on the other side fails the guard and recompiles. With a
@@ -48,6 +54,20 @@ class M(torch.nn.Module):
 ''', '''
 import torch
 class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(8, 8)
+    def forward(self, x):
+        if x.shape[-1] != 8:
+            raise ValueError(f"expected 8 features, got {x.shape}")
+        assert x.shape[0] > 0, f"empty batch {x.shape}"
+        h = self.proj(x)
+        if h.shape[-1] == 8 and x.shape[0] > 1:
+            h = h * 2
+        return h
+''', '''
+import torch
+class M(torch.nn.Module):
     def forward(self, x):
         if x.dtype == torch.float16 or self.training:
             x = x.float()
@@ -76,7 +96,9 @@ class M(torch.nn.Module):
 
     def on_condition(self, site: Condition) -> None:
         v = site.value
-        if v.is_size and not v.is_tensor:
-            self.report(site, f"`{site.code()}` depends on the tensor size "
-                              f"{site.fn.describe(v.origin)}; Dynamo guards on it and recompiles "
-                              f"when an input takes the other branch")
+        if not v.is_size or site.validates or v.varies is not True or v.dim is None:
+            return  # a constant dim, an unknown one, or a validation check: no recompile
+        self.report(site, f"`{site.code()}` depends on the tensor size "
+                          f"{site.fn.describe(v.origin)}, which varies between calls "
+                          f"({v.dim.label}); Dynamo guards on it and recompiles when an input "
+                          f"takes the other branch")

@@ -1,4 +1,4 @@
-from shapelint.api import RANGE, Call, Iteration, Rule
+from shapelint.api import RANGE, Call, Iteration, Rule, Value
 
 
 class SizeLoop(Rule):
@@ -44,7 +44,11 @@ class M(torch.nn.Module):
     INVALID = ['''
 import torch
 class M(torch.nn.Module):
-    def forward(self, x):
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(10, 4)
+    def forward(self, input_ids):
+        x = self.emb(input_ids)
         h = x[:, 0]
         for t in range(x.size(1)):  # error: SL102
             h = h + x[:, t]
@@ -58,38 +62,35 @@ class M(torch.nn.Module):
 
     def on_iteration(self, site: Iteration) -> None:
         v = site.value
-        if v.has(RANGE) and v.is_size:
+        if v.has(RANGE) and v.is_size and v.varies and v.dim is not None:
             self.report(site, f"the loop runs once per unit of the tensor size "
-                              f"{site.fn.describe(v.origin)}; Dynamo unrolls it and specializes "
-                              f"on the size")
+                              f"{site.fn.describe(v.origin)}, which varies between calls "
+                              f"({v.dim.label}); Dynamo unrolls it and specializes on the size")
 
     def on_call(self, site: Call) -> None:
-        is_split = (site.method == "split" and site.receiver is not None and site.receiver.is_tensor) \
-            or (site.callee == "torch.split" and site.args and site.args[0].is_tensor)
-        if not is_split:
+        recv = site.receiver
+        # split(k) makes ceil(n / k) pieces: a count that changes with n. chunk(c) makes c
+        # pieces whatever n is, and stays symbolic (measured: tests/cases/shared/b34)
+        if site.method == "split" and recv is not None and recv.is_tensor:
+            tensor, offset = recv, 0
+        elif site.callee == "torch.split" and site.args and site.args[0].is_tensor:
+            tensor, offset = site.args[0], 1
+        else:
             return
-        index = 0 if site.method else 1
-        size_arg = site.arg_node(index)
-        if size_arg is None or len(site.args) <= index:
+        count = site.arg("split_size", offset) or site.arg("split_size_or_sections", offset)
+        if count is None or not _is_int(count):
+            return  # a list of sizes gives a fixed number of chunks
+        dim_value = site.arg("dim", offset + 1)
+        dim = dim_value.const if dim_value is not None else 0
+        if not isinstance(dim, int) or tensor.dims is None:
             return
-        size_value = site.args[index]
-        # an int chunk size (a list of sizes gives a fixed number of chunks)
-        if not (_int_literal(size_arg.value) or size_value.is_size or size_value.is_scalar_arg):
-            return
-        dim = None
-        for a in site.node.args:  # type: ignore[attr-defined]
-            if a.keyword is not None and a.keyword.value == "dim":
-                dim = a.value
-        positional = [a for a in site.node.args if a.keyword is None]  # type: ignore[attr-defined]
-        if dim is None and len(positional) > (1 if site.method else 2):
-            dim = positional[1 if site.method else 2].value
-        if dim is not None and site.code(dim).strip() not in ("0", "-0"):
-            return
-        self.report(site, f"`{site.code()}` makes as many chunks as the size of dim 0 allows; "
-                          f"the chunk count is a Python number, so each new size recompiles")
+        d = tensor.dims.at(dim)
+        if d.varies:
+            self.report(site, f"`{site.code()}` cuts dim {dim} ({d.label}) into pieces: their "
+                              f"number and sizes are Python numbers, so each new size "
+                              f"recompiles (`split` specializes the dim)")
 
 
-def _int_literal(node) -> bool:
-    import libcst as cst
-
-    return isinstance(node, cst.Integer)
+def _is_int(v: Value) -> bool:
+    return (isinstance(v.const, int) and not isinstance(v.const, bool)) or v.is_size \
+        or v.is_scalar_arg or v.is_state

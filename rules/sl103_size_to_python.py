@@ -1,17 +1,16 @@
-from shapelint.api import BinaryOp, Call, Format, Rule, Subscript
-
-# math functions that torch traces symbolically (math.ceil(n / 8) stays a SymInt)
-SYMBOLIC_MATH = {"math.ceil", "math.floor", "math.trunc", "math.sqrt", "math.prod", "math.gcd",
-                 "math.lcm", "math.isqrt"}
+from shapelint.api import (BinaryOp, Call, Effect, Format, Rule, Subscript, size_function,
+                           varying_size)
 
 
 class SizeToPython(Rule):
     """
     ## What it does
-    Finds tensor sizes turned into plain Python values that torch cannot keep symbolic: an
-    f-string or `str()` of a size, `int()`/`float()` of a size, `math.*` functions other than
-    `ceil`/`floor`/`trunc`/`sqrt`, numpy calls, a size used as a dict key or list index,
-    `dict.get(n)`, list repetition `[0] * n`.
+    Finds sizes of dims that vary between calls turned into plain Python values that torch
+    cannot keep symbolic: an f-string or `str()` of a size, `hash()`, `math.log` and the other
+    `math` functions Dynamo evaluates on a concrete float, numpy calls, a size used as a dict
+    key or list index, `dict.get(n)`, list repetition `[0] * n`. `int()`, `float()`,
+    `round()`, `math.ceil`/`floor`/`sqrt` of a size stay symbolic and are not reported (see
+    the Dynamo table in `shapelint/static/dynamo.py`).
 
     ## Why is this bad?
     Each of these forces Dynamo to read the concrete value: the size is specialized, a guard
@@ -36,10 +35,15 @@ class SizeToPython(Rule):
 import math
 import torch
 class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(8, 8)
     def forward(self, x):
         n = math.ceil(x.shape[0] / 8)
-        y = x.view(x.shape[0], -1)
-        return torch.zeros(n, 3) + y.sum() / math.sqrt(x.size(-1))
+        m = int(x.shape[0] * 2) + round(x.shape[0] / 3)
+        h = self.proj(x)
+        tag = f"width {h.shape[-1]}"
+        return torch.zeros(n, 3).sum() + h.sum() / math.sqrt(x.size(-1)) * m
 ''']
     INVALID = ['''
 import torch
@@ -48,26 +52,29 @@ class M(torch.nn.Module):
         key = f"tri_{x.shape[0]}"  # error: SL103
         return x
 ''', '''
+import math
 import torch
 class M(torch.nn.Module):
-    def forward(self, x, table):
-        n = int(x.shape[0] * 2)  # error: SL103
-        w = [1.0] * x.shape[1]  # error: SL103
-        return x * n
+    def forward(self, x):
+        w = [1.0] * x.shape[0]  # error: SL103
+        s = math.log(x.shape[0])  # error: SL103
+        scale = {1: 1.0, 2: 0.5}.get(x.shape[0], 0.25)  # error: SL103
+        return x * len(w) * s * scale
 ''']
 
     def on_format(self, site: Format) -> None:
-        if site.value.is_size and not site.value.is_tensor:
+        if varying_size(site.value):
             self.report(site, f"`{site.code()}` formats the tensor size "
-                              f"{site.fn.describe(site.value.origin)} as text; that specializes it")
+                              f"{site.fn.describe(site.value.origin)} ({site.value.dim.label}) "
+                              f"as text; that specializes it")
 
     def on_call(self, site: Call) -> None:
         first = site.args[0] if site.args else None
-        if first is None or not first.is_size or first.is_tensor:
+        if first is None or not varying_size(first):
             return
         callee = site.callee or ""
-        if callee in ("int", "float") or (callee.startswith("math.") and callee not in SYMBOLIC_MATH) \
-                or callee.startswith(("numpy.", "np.")):
+        if size_function(callee) is Effect.SPECIALIZE and callee not in ("str", "repr", "format",
+                                                                         "range"):
             self.report(site, f"`{site.code()}` turns the tensor size "
                               f"{site.fn.describe(first.origin)} into a concrete Python number")
         elif site.method == "get" and site.receiver is not None and not site.receiver.is_tensor:
@@ -75,8 +82,9 @@ class M(torch.nn.Module):
                               f"{site.fn.describe(first.origin)}; the key must be concrete")
 
     def on_subscript(self, site: Subscript) -> None:
-        if site.value.is_size and not site.container.is_tensor and not site.container.is_shape \
-                and (site.container.is_state or site.container.elems is not None):
+        if varying_size(site.value) and not site.container.is_tensor and \
+                not site.container.is_shape and not site.container.is_tensor_seq and \
+                (site.container.is_state or site.container.elems is not None):
             self.report(site, f"`{site.code()}` indexes a Python container with the tensor size "
                               f"{site.fn.describe(site.value.origin)}; the key must be concrete")
 
@@ -87,6 +95,6 @@ class M(torch.nn.Module):
         if site.op != "Multiply" or not isinstance(node, cst.BinaryOperation):
             return
         for seq, count in ((node.left, site.right), (node.right, site.left)):
-            if isinstance(seq, (cst.List, cst.Tuple)) and count.is_size and not count.is_tensor:
+            if isinstance(seq, (cst.List, cst.Tuple)) and varying_size(count):
                 self.report(site, f"`{site.code()}` repeats a Python list by the tensor size "
                                   f"{site.fn.describe(count.origin)}; the length must be concrete")

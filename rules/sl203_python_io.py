@@ -1,4 +1,4 @@
-from shapelint.api import LOGGER_METHODS, Call, Rule
+from shapelint.api import Call, Rule, is_python_io
 
 
 class PythonIO(Rule):
@@ -51,8 +51,6 @@ class M(torch.nn.Module):
 ''']
 
     def on_call(self, site: Call) -> None:
-        callee = site.callee or ""
-        if callee == "print" or callee.startswith(("warnings.warn", "logging.")) or \
-                (callee.startswith("<logger>") and site.method in LOGGER_METHODS):
+        if is_python_io(site):
             self.report(site, f"`{site.code().splitlines()[0]}` does Python I/O inside the "
                               f"compiled region; Dynamo breaks the graph here")

@@ -64,13 +64,12 @@ class M(torch.nn.Module):
         elif callee.startswith("torch.") and callee.split(".")[-1] in DYNAMIC_OPS \
                 and callee.count(".") == 1:
             name = callee
-        elif callee == "torch.where" and len(site.args) == 1 and not site.kwargs:
+        elif callee == "torch.where" and len(site.args) + len(site.kwargs) == 1:
             name = "torch.where(cond)"
         elif (site.method == "repeat_interleave" and recv is not None and recv.is_tensor) or \
                 callee == "torch.repeat_interleave":
-            index = 0 if site.method else 1  # Tensor.repeat_interleave(repeats) / torch.(input, repeats)
-            repeats = site.args[index] if len(site.args) > index else site.kwargs.get("repeats")
-            if repeats is not None and repeats.is_tensor and "output_size" not in site.kwargs:
+            repeats = site.arg("repeats", 0 if site.method else 1)
+            if repeats is not None and repeats.is_tensor and site.arg("output_size") is None:
                 name = "repeat_interleave without output_size"
         if name == "nonzero_static":
             return

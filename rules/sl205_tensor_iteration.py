@@ -47,6 +47,10 @@ class M(torch.nn.Module):
 ''']
 
     def on_iteration(self, site: Iteration) -> None:
-        if site.value.is_tensor:
+        v = site.value
+        if not v.is_tensor or v.dims is None:
+            return
+        first = v.dims.at(0)
+        if first.varies:
             self.report(site, f"iterating `{site.code()}` unrolls a Python loop over its first "
-                              f"dimension; Dynamo specializes on its size")
+                              f"dimension ({first.label}); Dynamo specializes on its size")

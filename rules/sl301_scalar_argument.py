@@ -1,15 +1,20 @@
 from typing import Dict, List
 
-from shapelint.api import Condition, NameUse, Origin, Rule
+from shapelint.api import Condition, NameUse, Origin, Rule, Value
 
 
 class ScalarArgument(Rule):
     """
     ## What it does
-    Finds Python `int`/`bool` (and, where they steer control flow, `float`) arguments of a
-    compiled entry: annotated, defaulted, or named like a count (`n`, `num_*`, `*_len`,
-    `max_*`). The finding sits where torch guards on the value: the branch that tests it, or
-    else its first use, followed through helpers in other modules.
+    Finds Python `int` arguments of a compiled entry that change between calls: an int with no
+    default (the caller passes a new one each time: a decode step, a max length, a node
+    count), annotated or named like a count (`n`, `num_*`, `*_len`, `max_*`, or
+    `scalar-arg-names`). The finding sits where torch guards on the value: the branch that
+    tests it, or else its first use, followed through helpers in other modules.
+
+    Flags (`return_dict`, `is_causal`) and defaulted ints are settings that stay the same
+    between calls, and the int arguments of a submodule's `forward` are values its parent
+    traced, not graph inputs: neither is reported.
 
     ## Why is this bad?
     Dynamo treats a Python int as a constant: the first call installs a guard `n == 3` and the
@@ -75,14 +80,15 @@ class M(torch.nn.Module):
 
     def on_name_use(self, site: NameUse) -> None:
         origin = site.value.origin
-        if origin is None or site.passthrough or not site.value.is_scalar_arg:
+        if origin is None or site.passthrough or not _changes(site.value):
             return
         self._first_use.setdefault(origin, site)
         self._roots.setdefault(origin, origin.scope or site.fn.root)
 
     def on_condition(self, site: Condition) -> None:
         v = site.value
-        if v.is_scalar_arg and not v.is_tensor and not v.is_size and v.origin is not None:
+        if _changes(v) and not v.is_tensor and not v.is_size and v.origin is not None \
+                and not site.validates:
             self._branches.setdefault(v.origin, []).append(site)
             self._roots.setdefault(v.origin, v.origin.scope or site.fn.root)
 
@@ -113,3 +119,8 @@ class M(torch.nn.Module):
             return site.value.detail or "int"
         branches = self._branches.get(origin) or []
         return (branches[0].value.detail if branches else "") or "int"
+
+
+def _changes(v: Value) -> bool:
+    """An entry's scalar argument taken to change between calls (see regions.py)."""
+    return v.is_scalar_arg and v.varies is True

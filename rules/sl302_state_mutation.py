@@ -1,4 +1,4 @@
-from shapelint.api import Rule, StateWrite
+from shapelint.api import Kind, Rule, StateWrite, Tag, Value
 
 
 class StateMutation(Rule):
@@ -59,12 +59,24 @@ class M(torch.nn.Module):
 ''']
 
     def on_state_write(self, site: StateWrite) -> None:
-        if not site.read_in_region or site.attr_kind in ("module", "module_list", "tensor"):
-            return
-        if site.op == "assign" and site.value.is_tensor:
-            return  # tensors are not guarded on their values
+        if not site.read_in_region or site.attr_kind in ("module", "module_list", "tensor", "float"):
+            return  # tensors are not guarded on their values; float attributes are not specialized
+        v = site.value
+        if site.op == "assign" and (v.is_tensor or not _may_differ(v)):
+            return  # storing the same value each call changes no guard
         if site.op in ("item", "method") and site.attr_kind != "container":
             return
         verb = {"augassign": "updates", "item": "stores into", "method": "mutates"}.get(site.op, "assigns")
         self.report(site, f"the compiled region {verb} `self.{site.attr}` and also reads it; "
                           f"Dynamo guards on the value it read, so the next call recompiles")
+
+
+def _may_differ(v: Value) -> bool:
+    """Whether a written value can differ from one call to the next: a literal or a value
+    fixed at construction cannot; one computed from sizes, arguments, data or the attribute's
+    own old value can."""
+    if v.const is not None or (v.kinds and v.kinds <= {Kind.NONE, Kind.BOOL} and not v.tags):
+        return False
+    if v.is_size:
+        return v.varies is not False
+    return bool(v.tags & {Tag.SIZE, Tag.SCALAR, Tag.DATA, Tag.STATE, Tag.GLOBAL})

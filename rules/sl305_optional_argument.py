@@ -1,4 +1,4 @@
-from shapelint.api import OPTIONAL, Condition, Rule
+from shapelint.api import Condition, Rule
 
 
 class OptionalArgumentBranch(Rule):
@@ -45,6 +45,7 @@ class M(torch.nn.Module):
 ''']
 
     def on_condition(self, site: Condition) -> None:
-        if site.value.has(OPTIONAL) and not site.value.is_size:
+        v = site.value
+        if v.detail == "none-test" and not v.is_size and v.origin is not None:
             self.report(site, f"`{site.code()}` tests whether an optional argument was passed; "
                               f"each combination of present arguments compiles its own graph")

@@ -17,194 +17,72 @@ from __future__ import annotations
 import dataclasses
 import textwrap
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Dict, FrozenSet, Optional, Sequence, Tuple
+from typing import (TYPE_CHECKING, Any, ClassVar, Dict, Optional, Protocol, Sequence, Tuple,
+                    runtime_checkable)
+
+from shapelint.static import dynamo
+from shapelint.static.dynamo import Effect, size_function
+from shapelint.values import (CONST_DIM, UNKNOWN, UNKNOWN_DIM, UNKNOWN_DIMS, Dim, DimInfo, Dims,
+                              Kind, Origin, Tag, Value, join_dims, tracked)
 
 if TYPE_CHECKING:  # pragma: no cover - libcst is imported only when code is analysed
     import libcst as cst
 
-    from shapelint.static.flow import FunctionContext
+__all__ = [
+    "CONST_DIM", "UNKNOWN", "UNKNOWN_DIM", "UNKNOWN_DIMS", "Dim", "DimInfo", "Dims", "Kind", "Origin",
+    "Tag", "Value", "join_dims", "tracked", "Function", "Site", "Condition", "Call", "Iteration",
+    "Format", "Subscript", "StateWrite", "BinaryOp", "NameUse", "Rule", "ReportSink",
+    "graph_break_reason", "is_python_io", "Effect", "size_function", "varying_size", "EVIDENCE_KINDS", "LOGGER_METHODS", "DISABLE_DECORATORS",
+]
 
-# ---------------------------------------------------------------------------------------------
-# Abstract values
-# ---------------------------------------------------------------------------------------------
-
-TENSOR = "tensor"  # a torch.Tensor
-MASK = "mask"  # a boolean tensor (comparison, logical op): indexing with it is data dependent
-SIZE = "size"  # a Python int that comes from a tensor's sizes (a SymInt under dynamic shapes)
-SHAPE = "shape"  # a torch.Size (x.shape, x.size())
-SCALAR = "scalar"  # a Python int/float/bool argument of a compiled entry
-STATE = "state"  # a Python value read from module state (self.attr that is not a tensor/module)
-MODULE = "module"  # an nn.Module instance (a submodule)
-MODULE_LIST = "module_list"  # an nn.ModuleList / ModuleDict / Sequential
-RANGE = "range"  # range(...) over a size
-OPTIONAL = "optional"
-GLOBAL = "global"  # a module-level name that some function rebinds with `global`
-TENSOR_SEQ = "tensor_seq"  # a tuple/list of tensors (x.split(k), x.chunk(n), x.unbind())  # an argument that defaults to None and may hold a tensor
+# The facts rules test with ``value.has(...)`` (kept as names for rules written against
+# earlier versions, where they were strings; ``has`` accepts either).
+TENSOR = Kind.TENSOR
+TENSOR_SEQ = Kind.TENSORS
+SHAPE = Kind.SHAPE
+MODULE = Kind.MODULE
+MODULE_LIST = Kind.MODULES
+RANGE = Kind.RANGE
+OPTIONAL = Kind.NONE  # an argument that may be None
+SIZE = Tag.SIZE
+MASK = Tag.MASK
+SCALAR = Tag.SCALAR
+STATE = Tag.STATE
+GLOBAL = Tag.GLOBAL
 
 
-class Origin:
-    """Where a tracked value came from: the source expression, its file, line and function.
-
-    Built eagerly (``Origin(text, path, line, symbol)``) or lazily from a node
-    (:meth:`of_node`): the static pass makes an origin for nearly every value it tracks but
-    quotes only the few that end up in a finding, and working out a node's text and line costs
-    a code generation, so a lazy origin does that on first use. Two origins are equal when they
-    name the same expression (the same node, or the same text at the same place).
-    """
-
-    __slots__ = ("_text", "_line", "path", "symbol", "scope", "_node", "_where", "_near", "_fmt",
-                 "_key")
-
-    def __init__(self, text: str = "", path: str = "", line: int = 0, symbol: str = "",
-                 scope: str = "") -> None:
-        self._text: Optional[str] = text
-        self._line: Optional[int] = line
-        self.path = path
-        self.symbol = symbol
-        #: qualified name of the function the value starts in (a compiled entry's parameter)
-        self.scope = scope
-        self._node: Any = None
-        self._where: Any = None
-        self._near: Any = None
-        self._fmt = "{}"
-        self._key: Tuple = ("text", text, path, line, symbol)
-
-    @classmethod
-    def of_node(cls, node: Any, where: Any, path: str, symbol: str, scope: str = "",
-                text: Optional[str] = None, near: Any = None) -> "Origin":
-        """An origin whose text and line ``where`` (a FunctionContext) works out on demand;
-        ``near`` is the statement that holds ``node``."""
-        o = cls(path=path, symbol=symbol, scope=scope)
-        o._text, o._line = text, None
-        o._node, o._where, o._near = node, where, near
-        # a node and the function walked: functions with the same text share one tree
-        o._key = ("node", id(node), id(getattr(where, "info", where)))
-        return o
-
-    def derive(self, fmt: str) -> "Origin":
-        """The same place, quoted through ``fmt`` (``"{}[0]"`` for one dim of a shape)."""
-        o = Origin(path=self.path, symbol=self.symbol, scope=self.scope)
-        o._text, o._line, o._node, o._where = None, self._line, self._node, self._where
-        o._near = self._near
-        o._fmt = fmt.replace("{}", self._fmt)
-        if self._node is None:
-            o._text = fmt.format(self._text)
-        o._key = self._key + (fmt,)
-        return o
+@runtime_checkable
+class Function(Protocol):
+    """The function a site is in, as rules see it (``site.fn``)."""
 
     @property
-    def text(self) -> str:
-        if self._text is None:
-            code = " ".join(self._where.code(self._node).split())
-            if len(code) > 60:
-                code = code[:57] + "..."
-            self._text = self._fmt.format(code)
-        return self._text
+    def symbol(self) -> str:
+        """``Class.method`` or ``function``."""
 
     @property
-    def line(self) -> int:
-        if self._line is None:
-            self._line = self._where.position(self._node, self._near)[0]
-        return self._line
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Origin) and self._key == other._key
-
-    def __hash__(self) -> int:
-        return hash(self._key)
-
-    def __repr__(self) -> str:
-        return f"Origin({self.text!r}, {self.path!r}, {self.line}, {self.symbol!r})"
-
-    def __reduce__(self):  # resolved text and line only: nodes stay in their process
-        return (Origin, (self.text, self.path, self.line, self.symbol, self.scope))
-
-    def describe(self) -> str:
-        return f"`{self.text}` (line {self.line})"
-
-
-@dataclass(frozen=True)
-class Value:
-    """What the static pass knows about an expression's value.
-
-    ``direct`` marks a plain size (``x.shape[0]``, ``b`` from ``b, t = x.shape``, ``len(x)``)
-    as opposed to arithmetic on sizes; torch assumes plain sizes are >= 2 once dynamic, so
-    comparing them to 0 or 1 is decided without a guard (``zero_one``).
-    """
-
-    kinds: FrozenSet[str] = frozenset()
-    origin: Optional[Origin] = None
-    direct: bool = False
-    zero_one: bool = False
-    elems: Optional[Tuple["Value", ...]] = None
-    detail: str = ""
-
-    # -- predicates rules use ---------------------------------------------------------------
-    @property
-    def is_tensor(self) -> bool:
-        return TENSOR in self.kinds
+    def qualname(self) -> str:
+        """``package.module.Class.method``."""
 
     @property
-    def is_mask(self) -> bool:
-        return MASK in self.kinds
+    def path(self) -> str:
+        """The file, relative to the working directory when under it."""
 
     @property
-    def is_size(self) -> bool:
-        return SIZE in self.kinds
+    def root(self) -> str:
+        """Qualified name of the compiled entry whose walk reached this function."""
 
     @property
-    def is_shape(self) -> bool:
-        return SHAPE in self.kinds
+    def is_method(self) -> bool:
+        """Whether it is bound to an instance (``self`` is its first parameter)."""
 
-    @property
-    def is_scalar_arg(self) -> bool:
-        return SCALAR in self.kinds
+    def code(self, node: "cst.CSTNode") -> str:
+        """Source text of a node of this function."""
 
-    @property
-    def is_state(self) -> bool:
-        return STATE in self.kinds
+    def position(self, node: "cst.CSTNode", near: Any = None) -> Tuple[int, int, int, int]:
+        """(line, column, end line, end column) of a node, 1-based."""
 
-    @property
-    def is_module(self) -> bool:
-        return MODULE in self.kinds
-
-    def has(self, kind: str) -> bool:
-        return kind in self.kinds
-
-    # -- construction -----------------------------------------------------------------------
-    def with_(self, **changes: Any) -> "Value":
-        return dataclasses.replace(self, **changes)
-
-    def merge(self, other: "Value") -> "Value":
-        """Join of two values (both branches of an ``if``, both operands of ``+``)."""
-        if not other.kinds and other.origin is None:
-            return self
-        if not self.kinds and self.origin is None:
-            return other
-        both_sizes = self.is_size and other.is_size
-        return Value(
-            kinds=self.kinds | other.kinds,
-            origin=self.origin or other.origin,
-            direct=both_sizes and self.direct and other.direct and self.origin == other.origin,
-            zero_one=self.zero_one or other.zero_one,
-            elems=self.elems if self.elems == other.elems else None,
-            detail=self.detail or other.detail,
-        )
-
-    def derived(self) -> "Value":
-        """The value after arithmetic: still tracked, no longer a plain size."""
-        return dataclasses.replace(self, direct=False, elems=None)
-
-
-UNKNOWN = Value()
-
-
-def tracked(*values: Value) -> Value:
-    """Merge many values."""
-    out = UNKNOWN
-    for v in values:
-        out = out.merge(v)
-    return out
+    def describe(self, origin: Optional[Origin]) -> str:
+        """``x.shape[0]`` (line 12), with the file when it is another one."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -216,7 +94,7 @@ def tracked(*values: Value) -> Value:
 class Site:
     node: "cst.CSTNode"
     value: Value
-    fn: "FunctionContext"
+    fn: Function
     #: the statement that holds ``node`` (set by the engine; speeds up finding its line)
     near: Any = dataclasses.field(default=None, init=False, repr=False, compare=False)
 
@@ -234,6 +112,10 @@ class Condition(Site):
     """
 
     context: str = "if"
+    #: one side of the branch only raises: a validation check. A size or flag test there
+    #: costs no recompile in practice (the other side errors anyway); a tensor value still
+    #: has to be read, which breaks the graph
+    validates: bool = False
 
 
 @dataclass
@@ -251,6 +133,40 @@ class Call(Site):
     target_returns_value: bool = True  # resolved callee has a non-None return annotation
     has_fake: bool = True  # custom op callee has a register_fake/impl_abstract in the tree
     module_class: str = ""  # qualified class name when calling a submodule
+    #: parameter name -> argument value, where the callee's signature is known (a function
+    #: of the tree, or torch's API from the stubs it ships): read arguments through
+    #: :meth:`arg`, which works whether the caller passed them by position or by keyword
+    bound: Dict[str, Value] = dataclasses.field(default_factory=dict)
+    #: parameter name -> the argument's node, alike
+    bound_nodes: Dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+
+    def arg(self, name: str, index: Optional[int] = None) -> Optional[Value]:
+        """The value passed for parameter ``name`` (at ``index`` among the positional
+        arguments, not counting the receiver of a method call, when the signature is not
+        known), or None when it was not passed."""
+        if name in self.bound:
+            return self.bound[name]
+        if name in self.kwargs:
+            return self.kwargs[name]
+        if index is not None and not self.bound and index < len(self.args):
+            return self.args[index]
+        return None
+
+    def arg_expr(self, name: str, index: Optional[int] = None) -> Optional["cst.BaseExpression"]:
+        """The expression passed for parameter ``name`` (see :meth:`arg`)."""
+        if name in self.bound_nodes:
+            return self.bound_nodes[name]
+        import libcst as cst
+
+        node = self.node
+        assert isinstance(node, cst.Call)
+        for a in node.args:
+            if a.keyword is not None and a.keyword.value == name:
+                return a.value
+        if index is not None and not self.bound_nodes:
+            a = self.arg_node(index)
+            return a.value if a is not None else None
+        return None
 
     def arg_node(self, index: int) -> Optional["cst.Arg"]:
         import libcst as cst
@@ -411,7 +327,7 @@ class Rule:
 class ReportSink:
     """Receives reports from rules (implemented by the engine)."""
 
-    def report(self, rule: Rule, fn: "FunctionContext", node: "cst.CSTNode", message: str,
+    def report(self, rule: Rule, fn: Function, node: "cst.CSTNode", message: str,
                hint: str, near: Any = None,
                unless_nested: Optional[str] = None) -> None:  # pragma: no cover - interface
         raise NotImplementedError
@@ -425,8 +341,20 @@ class ReportSink:
 # ---------------------------------------------------------------------------------------------
 
 LOGGING_PREFIXES = ("logging.", "warnings.warn", "print")
-LOGGER_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception",
-                            "critical", "log"})
+#: logger methods that do I/O (``logger.warning_once`` included), from the Dynamo table
+LOGGER_METHODS = dynamo.LOGGER_METHODS
+
+
+def varying_size(v: Value) -> bool:
+    """A Python number read from a tensor dim that varies between calls (not a tensor)."""
+    return v.is_size and v.varies is True and v.dim is not None
+
+
+def is_python_io(site: Call) -> bool:
+    """``print``, ``warnings.warn``, ``logging.*`` and logger methods: Python I/O."""
+    callee = site.callee or ""
+    return callee in ("print", "builtins.print") or callee.startswith(("warnings.warn", "logging.")) \
+        or (callee.startswith("<logger>") and site.method in LOGGER_METHODS)
 
 
 def graph_break_reason(site: Call) -> Optional[str]:
@@ -435,12 +363,15 @@ def graph_break_reason(site: Call) -> Optional[str]:
     if site.method in ("item", "tolist", "numpy") and site.receiver is not None \
             and site.receiver.is_tensor:
         return f"`.{site.method}()` reads a tensor value into Python"
-    if callee == "print" or callee.startswith("warnings.warn") or callee.startswith("logging."):
-        return f"`{callee}` runs Python I/O"
-    if site.method in LOGGER_METHODS and callee.startswith("<logger>"):
-        return f"logger `.{site.method}()` runs Python I/O"
+    if is_python_io(site):
+        return f"`{callee if not callee.startswith('<logger>') else 'logger.' + str(site.method)}` runs Python I/O"
     if callee in ("int", "float", "bool") and site.args and site.args[0].is_tensor:
         return f"`{callee}()` of a tensor reads its value into Python"
+    if callee in dynamo.UNSUPPORTED_CALLS:
+        return f"Dynamo cannot trace `{callee}`"
+    if site.module_class.rsplit(".", 1)[-1] in dynamo.GRAPH_BREAK_MODULES and \
+            site.module_class.startswith("torch.nn"):
+        return f"`{site.module_class.rsplit('.', 1)[-1]}` (an RNN) is not traced into the graph"
     if any(d in DISABLE_DECORATORS for d in site.decorators):
         return "the callee is excluded from compilation with `torch.compiler.disable`"
     return None

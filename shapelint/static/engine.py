@@ -19,6 +19,7 @@ from shapelint.finding import CheckResult, FileError, Finding, Location, relpath
 from shapelint.static import files as files_mod
 from shapelint.static import parallel
 from shapelint.static.flow import Analyzer, FunctionContext
+from shapelint.static.regions import Regions
 from shapelint.static.project import (FunctionInfo, ModuleInfo, Project,
                                       ast_dotted, may_hold_region, parse_ast)
 from shapelint.static.engine_paths import anchor, exclude_patterns
@@ -167,7 +168,8 @@ class Engine(api.ReportSink):
             if mod is not None:
                 self.project.add(mod)
         self._texts = by_abs
-        self.analyzer = Analyzer(self.project, self._dispatch, self.settings.scalar_arg_names)
+        self.regions = Regions(self.project, self.settings)
+        self.analyzer = Analyzer(self.project, self._dispatch, self.regions)
         function_errors = self._walk_all(self.min_parallel_lines)
         parse_errors.extend(FileError(path, line, 1, msg) for path, line, msg in function_errors)
         parsed = set(self.project.by_path) | self._parsed_elsewhere
@@ -242,29 +244,8 @@ class Engine(api.ReportSink):
         return None
 
     def _entries(self) -> List[FunctionInfo]:
-        """Compiled regions: nn.Module forwards, torch.compile'd functions, configured names."""
-        import fnmatch
-
-        out: List[FunctionInfo] = []
-        extra = tuple(self.settings.entry_points)
-
-        def configured(fn: FunctionInfo) -> bool:  # names, Class.method, qualified names, globs
-            return any(fnmatch.fnmatchcase(n, pat) for pat in extra
-                       for n in (fn.name, fn.symbol, fn.qualname))
-
-        for mod in sorted(self.project.all_modules(), key=lambda m: m.path):
-            for fn in mod.functions.values():
-                if any(d in ("torch.compile", "torch.compiler.compile") for d in fn.decorators) \
-                        or fn.name in mod.compile_targets or configured(fn):
-                    out.append(fn)
-            for cls in mod.classes.values():
-                is_module = self.project.is_nn_module(cls)
-                for m in cls.methods.values():
-                    wanted = (m.name == "forward" and is_module and self.settings.module_forward) \
-                        or configured(m) or any(d in ("torch.compile",) for d in m.decorators)
-                    if wanted:
-                        out.append(m)
-        return out
+        """Compiled regions (see static/regions.py)."""
+        return self.regions.entries()
 
     def _filter(self, reported: Set[str]) -> List[Finding]:
         out = []

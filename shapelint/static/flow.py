@@ -1,9 +1,14 @@
-"""Dataflow through compiled regions: what is a tensor, a size, a scalar argument, module state.
+"""Dataflow through compiled regions: types, sizes and which dims vary, per expression.
 
 An abstract interpreter over libcst nodes. It walks each compiled entry's body in evaluation
-order, keeps a Value per local name, follows calls into the tree's helpers, methods and
-submodules (context-sensitive on the argument values, memoized), and hands every *site* to the
-rules through the public API in :mod:`shapelint.api`. It records the calls it follows in a
+order with a :class:`~shapelint.values.Value` per local name, follows calls into the tree's
+helpers, methods and submodules (once per kind of arguments, memoized), asks ``results.py``
+what library calls return, and hands every *site* to the rules through :mod:`shapelint.api`.
+
+It walks what Dynamo would trace: code under ``if not torch.compiler.is_compiling():`` or
+``if torch.jit.is_scripting():`` is dead in a region, a branch on a flag the caller fixed is
+walked on the side it takes, and a path that only raises (a validation check) is never walked:
+the sites in it never run while the model works. It records the calls it follows in a
 networkx call graph.
 """
 
@@ -15,48 +20,31 @@ import libcst as cst
 import networkx as nx
 
 from shapelint import api
-from shapelint.api import (GLOBAL, MASK, MODULE, MODULE_LIST, OPTIONAL, RANGE, SCALAR, SHAPE, SIZE,
-                           STATE, TENSOR, TENSOR_SEQ, UNKNOWN, Origin, Value)
-from shapelint.static.project import ClassInfo, FunctionInfo, ModuleInfo, Project, dotted
+from shapelint.static import callees, dynamo, results, shapes
+from shapelint.static.project import FunctionInfo, ModuleInfo, Project
+from shapelint.static.regions import Regions
+from shapelint.static.types import literal, param_kinds
+from shapelint.values import (CONST_DIM, NUMBERS, UNKNOWN, Dim, Dims, Kind, Origin, Tag, Value,
+                              join_dims, tracked)
 
 MAX_DEPTH = 12
-
-TENSOR_NON_TENSOR_METHODS = frozenset({
-    "dim", "ndimension", "is_contiguous", "is_floating_point", "is_complex", "get_device",
-    "element_size", "data_ptr", "stride", "storage_offset", "type", "is_pinned", "is_shared",
-    "is_sparse", "is_nonzero", "has_names", "untyped_storage", "storage", "nbytes", "itemsize",
-    "is_set_to", "is_signed", "is_inference", "__len__", "_version"})
-TENSOR_SCALAR_METHODS = frozenset({"item", "tolist", "numpy"})
-MASK_METHODS = frozenset({"eq", "ne", "gt", "ge", "lt", "le", "isnan", "isinf", "isfinite",
-                          "isneginf", "isposinf", "logical_and", "logical_or", "logical_not",
-                          "logical_xor", "bool", "any", "all", "isclose", "eq_", "signbit"})
-SEQ_METHODS = frozenset({"split", "chunk", "unbind", "tensor_split", "split_with_sizes",
-                         "hsplit", "vsplit", "dsplit"})
-TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "data", "grad", "real", "imag"})
-MODULE_NAMESPACES = ("torch.jit.", "torch.compiler.", "torch._dynamo.", "torch.cuda.",
-                     "torch.backends.", "torch.distributed.", "torch.library.", "torch._C.",
-                     "torch.autograd.", "torch.utils.", "torch.testing.", "torch.fx.",
-                     "torch._logging.", "torch.mps.", "torch.xpu.", "torch.profiler.",
-                     "torch.amp.", "torch.overrides.", "torch.accelerator.", "torch.hub.",
-                     "torch.onnx.", "torch.export.", "torch.package.", "torch.nn.init.",
-                     "torch.nn.utils.", "torch.nn.parameter.")
-TORCH_NON_TENSOR = frozenset({"torch._check", "torch._check_is_size", "torch._check_with",
-                              "torch._assert", "torch.cond", "torch.no_grad", "torch.enable_grad",
-                              "torch.inference_mode", "torch.set_grad_enabled", "torch.autocast",
-                              "torch.device", "torch.dtype", "torch.Generator", "torch.finfo",
-                              "torch.iinfo", "torch.typename", "torch.sym_int", "torch.sym_float",
-                              "torch.sym_max", "torch.sym_min", "torch.sym_not", "torch.manual_seed",
-                              "torch.set_default_dtype", "torch.Size"})
-TORCH_MASK_FUNCS = frozenset({"torch." + m for m in MASK_METHODS})
-SIZE_PRESERVING_MATH = frozenset({"math.ceil", "math.floor", "math.trunc", "math.sqrt",
-                                  "math.prod", "math.gcd", "math.lcm", "math.isqrt"})
+#: how deep one expression may nest before the walk stops following it (deeper code is
+#: reported by the engine as too deeply nested, not walked on the C stack until it overflows)
+MAX_EXPRESSION_DEPTH = 200
 MUTATORS = frozenset({"append", "extend", "insert", "pop", "popitem", "update", "setdefault",
                       "clear", "add", "remove", "discard", "appendleft"})
-PASSTHROUGH_BUILTINS = frozenset({"list", "tuple", "reversed", "sorted", "iter"})
+_KEPT = frozenset({Tag.SIZE, Tag.SCALAR, Tag.STATE, Tag.DATA, Tag.GLOBAL})
+_BOOL = frozenset({Kind.BOOL})
+_INT = frozenset({Kind.INT})
+_TENSOR = frozenset({Kind.TENSOR})
+
+
+class TooDeep(Exception):
+    """An expression nests deeper than the walk follows."""
 
 
 class FunctionContext:
-    """One function being walked, as rules see it (``site.fn``)."""
+    """One function being walked, as rules see it (``site.fn``; see :class:`api.Function`)."""
 
     def __init__(self, info: FunctionInfo, root: str) -> None:
         self.info = info
@@ -76,6 +64,10 @@ class FunctionContext:
     @property
     def path(self) -> str:
         return self.module.path
+
+    @property
+    def is_method(self) -> bool:
+        return self.info.is_method
 
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code(node)
@@ -97,76 +89,51 @@ class FunctionContext:
 Dispatch = Callable[[str, api.Site], None]
 
 
+class Signature:
+    """A function's parameters as the walk binds them: names in order, keyword-only names,
+    and what the annotation or default says of each (the default's literal value too)."""
+
+    def __init__(self, fn: FunctionInfo) -> None:
+        self.params: List[str] = list(fn.params)
+        self.kwonly: List[str] = list(fn.kwonly)
+        self.kinds: Dict[str, frozenset] = {}
+        self.defaults: Dict[str, Value] = {}
+        node = fn.node
+        if node is None:
+            return
+        for p in list(node.params.posonly_params) + list(node.params.params) + \
+                list(node.params.kwonly_params):
+            ann = p.annotation.annotation if p.annotation is not None else None
+            self.kinds[p.name.value] = param_kinds(ann, p.default)
+            if p.default is not None:
+                self.defaults[p.name.value] = literal(p.default)
+
+
+def signature(fn: FunctionInfo) -> Signature:
+    sig = getattr(fn, "_signature", None)
+    if sig is None:
+        sig = Signature(fn)
+        fn._signature = sig  # type: ignore[attr-defined]
+    return sig
+
+
 class Analyzer:
     """Walks compiled regions of a Project and dispatches sites to rules."""
 
-    def __init__(self, project: Project, dispatch: Dispatch,
-                 scalar_names: Sequence[str] = ()) -> None:
+    def __init__(self, project: Project, dispatch: Dispatch, regions: Regions) -> None:
         self.project = project
         self.dispatch = dispatch
+        self.regions = regions
         self.graph: nx.DiGraph = nx.DiGraph()
         #: (function, kinds of its arguments) -> (result, the arguments it was walked with)
         self._memo: Dict[Tuple, Tuple[Value, Dict[str, Value]]] = {}
         self._stack: List[str] = []
-        self.scalar_names = tuple(scalar_names)
 
     # -- entry points -------------------------------------------------------------------------
     def analyze_entry(self, fn: FunctionInfo) -> None:
         self.graph.add_node(fn.qualname, entry=True, path=fn.module.path)
-        args = self._entry_args(fn)
+        args = self.regions.entry_args(fn, FunctionContext(fn, fn.qualname))
         self._analyze(fn, args, root=fn.qualname)
-
-    def _entry_args(self, fn: FunctionInfo) -> Dict[str, Value]:
-        """Values of a compiled entry's parameters: tensors unless they look like scalars."""
-        out: Dict[str, Value] = {}
-        where = FunctionContext(fn, fn.qualname)
-        if fn.node is None:  # libcst could not parse it; the engine reports that
-            return out
-        params = list(fn.node.params.params) + list(fn.node.params.kwonly_params)
-        if fn.is_method and params:
-            params = params[1:]
-        for p in params:
-            name = p.name.value
-            origin = Origin.of_node(p.name, where, fn.module.path, fn.symbol,
-                                    scope=fn.qualname, text=name, near=fn.node)
-            kind = self._param_kind(p)
-            if kind in ("int", "bool", "float"):
-                out[name] = Value(frozenset({SCALAR}), origin, detail=kind)
-            elif kind == "optional":
-                out[name] = Value(frozenset({TENSOR, OPTIONAL}), origin)
-            elif kind == "tensor":
-                out[name] = Value(frozenset({TENSOR}), origin)
-            else:
-                out[name] = UNKNOWN
-        return out
-
-    def _param_kind(self, p: cst.Param) -> str:
-        ann = dotted(p.annotation.annotation) if p.annotation else None
-        if p.annotation is not None and ann is None:
-            text = cst.Module([]).code_for_node(p.annotation.annotation)
-            if "Tensor" in text:
-                return "optional" if "Optional" in text or "None" in text else "tensor"
-            return "other"
-        if ann in ("int", "bool", "float"):
-            return ann
-        if ann and ann.split(".")[-1] == "Tensor":
-            return "tensor"
-        if ann:
-            return "other"
-        d = p.default
-        if isinstance(d, cst.Integer):
-            return "int"
-        if isinstance(d, cst.Float):
-            return "float"
-        if isinstance(d, cst.Name) and d.value in ("True", "False"):
-            return "bool"
-        if isinstance(d, cst.Name) and d.value == "None":
-            return "optional"
-        if d is not None:
-            return "other"
-        if p.name.value in self.scalar_names or _looks_like_int(p.name.value):
-            return "int"
-        return "tensor"
 
     # -- calls ----------------------------------------------------------------------------------
     def _analyze(self, fn: FunctionInfo, args: Dict[str, Value], root: str) -> Value:
@@ -196,7 +163,7 @@ class Analyzer:
         self.graph.nodes[callee.qualname].setdefault("path", callee.module.path)
         return self._analyze(callee, args, caller.root)
 
-    def reads_of(self, cls: ClassInfo) -> set:
+    def reads_of(self, cls) -> set:
         """``self.<attr>`` names loaded anywhere in the class's methods and its bases'."""
         names: set = set()
         for c in self.project.mro(cls):
@@ -205,11 +172,12 @@ class Analyzer:
 
 
 def _shape_of(v: Value) -> Tuple:
-    """What of a value decides a walk: its kinds and flags, not its origin, except the entry a
-    scalar argument belongs to (whether it is reported depends on that entry being nested)."""
+    """What of a value decides a walk: its kinds, tags, dims and literal, not its origin,
+    except the entry a scalar argument belongs to (whether it is reported depends on it)."""
     elems = tuple(_shape_of(e) for e in v.elems) if v.elems is not None else None
-    scope = v.origin.scope if v.origin is not None and SCALAR in v.kinds else ""
-    return (v.kinds, v.direct, v.zero_one, v.detail, elems, scope)
+    scope = v.origin.scope if v.origin is not None and Tag.SCALAR in v.tags else ""
+    const = v.const if isinstance(v.const, (bool, int, str, float, type(None))) else None
+    return (v.kinds, v.tags, v.direct, v.zero_one, v.detail, elems, scope, v.dims, v.dim, const)
 
 
 def _rebase(result: Value, seen: Dict[str, Value], now: Dict[str, Value]) -> Value:
@@ -231,31 +199,32 @@ def _rebase(result: Value, seen: Dict[str, Value], now: Dict[str, Value]) -> Val
     return move(result)
 
 
-def _looks_like_int(name: str) -> bool:
-    """Unannotated parameters whose names say 'count' or 'length' (``n``, ``num_heads``...)."""
-    if name in ("n", "k", "m", "step", "steps", "offset", "idx", "index", "length", "count",
-                "seq_len", "seqlen", "dim_size", "num_nodes", "max_len", "max_length", "pos",
-                "start_pos", "position", "layer_idx", "chunk_size", "block_size", "window"):
-        return True
-    return name.startswith(("num_", "n_", "max_", "min_")) or name.endswith(("_len", "_size", "_idx",
-                                                                             "_count", "_steps"))
-
-
 def _is_self_attr(node: cst.CSTNode) -> bool:
     return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) \
         and node.value.value == "self"
 
 
 def _int_literal(node: cst.CSTNode) -> Optional[int]:
-    if isinstance(node, cst.Integer):
-        try:
-            return int(node.value, 0)
-        except ValueError:
-            return None
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
-        inner = _int_literal(node.expression)
-        return -inner if inner is not None else None
-    return None
+    v = literal(node).const
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def always_raises(node: Optional[cst.CSTNode]) -> bool:
+    """Whether every path through a suite ends in ``raise`` (a validation failure)."""
+    if node is None:
+        return False
+    if isinstance(node, cst.Else):
+        return always_raises(node.body)
+    if isinstance(node, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+        body = list(node.body)
+        return bool(body) and always_raises(body[-1])
+    if isinstance(node, cst.SimpleStatementLine):
+        return bool(node.body) and isinstance(node.body[-1], cst.Raise)
+    if isinstance(node, cst.Raise):
+        return True
+    if isinstance(node, cst.If):
+        return node.orelse is not None and always_raises(node.body) and always_raises(node.orelse)
+    return False
 
 
 class Walker:
@@ -269,6 +238,7 @@ class Walker:
         self.returns = UNKNOWN
         self.cls = ctx.info.cls
         self._passthrough = False
+        self._depth = 0
 
     # -- helpers ----------------------------------------------------------------------------------
     def emit(self, hook: str, site: api.Site) -> None:
@@ -278,6 +248,15 @@ class Walker:
     def origin(self, node: cst.CSTNode) -> Origin:
         """Where ``node``'s value comes from; its text and line are worked out if quoted."""
         return Origin.of_node(node, self.ctx, self.mod.path, self.ctx.symbol, near=self.ctx.stmt)
+
+    def local_base(self, expr: cst.BaseExpression) -> bool:
+        """Is ``expr`` a value (a local, ``self``, a call result...) rather than a module path
+        such as ``torch.nn.functional``?"""
+        while isinstance(expr, cst.Attribute):
+            expr = expr.value
+        if isinstance(expr, cst.Name):
+            return expr.value in self.env or expr.value == "self"
+        return True
 
     def run(self) -> Value:
         node = self.ctx.info.node
@@ -302,13 +281,15 @@ class Walker:
         elif isinstance(node, cst.Finally):
             self.suite(node.body)
 
-    def branches(self, *suites: Optional[cst.CSTNode]) -> None:
-        """Walk alternative suites from the same state and join what each assigns."""
+    def branches(self, *arms: Tuple[Optional[cst.CSTNode], Dict[str, Value]]) -> None:
+        """Walk alternative suites from the same state (each with the names its test narrows)
+        and join what each leaves behind."""
         start = dict(self.env)
         joined: Optional[Dict[str, Value]] = None
-        for s in suites:
+        for suite, narrowed in arms:
             self.env = dict(start)
-            self.suite(s)
+            self.env.update(narrowed)
+            self.suite(suite)
             if joined is None:
                 joined = self.env
             else:
@@ -321,45 +302,74 @@ class Walker:
 
     def stmt(self, s: cst.CSTNode) -> None:
         self.ctx.stmt = s
-        if isinstance(s, cst.SimpleStatementLine):
-            for small in s.body:
-                self.ctx.stmt = small
-                self.small(small)
-        elif _is_a(s, cst.BaseSmallStatement):  # the body of `if x: return y`
-            self.small(s)
-        elif isinstance(s, cst.If):
-            self.condition(s.test, "if")
-            self.branches(s.body, s.orelse)
-        elif isinstance(s, cst.While):
-            self.condition(s.test, "while")
-            for _ in range(2):  # loop-carried values
-                self.branches(s.body, None)
-            self.suite(s.orelse)
-        elif isinstance(s, (cst.For,)):
-            it = self.ev(s.iter)
-            self.emit("on_iteration", api.Iteration(s.iter, it, self.ctx))
-            for _ in range(2):
-                self.bind(s.target, self.elem(it, s.iter))
-                self.branches(s.body, None)
-            self.suite(s.orelse)
-        elif isinstance(s, cst.With):
-            for item in s.items:
-                self.ev(item.item)
-                if item.asname is not None:
-                    self.bind(item.asname.name, UNKNOWN)
+        try:
+            if isinstance(s, cst.SimpleStatementLine):
+                for small in s.body:
+                    self.ctx.stmt = small
+                    self.small(small)
+            elif _is_a(s, cst.BaseSmallStatement):  # the body of `if x: return y`
+                self.small(s)
+            elif isinstance(s, cst.If):
+                self.if_stmt(s)
+            elif isinstance(s, cst.While):
+                if self.truth(s.test) is False:
+                    self.suite(s.orelse)
+                    return
+                self.condition(s.test, "while")
+                for _ in range(2):  # loop-carried values
+                    self.branches((s.body, {}), (None, {}))
+                self.suite(s.orelse)
+            elif isinstance(s, cst.For):
+                it = self.ev(s.iter)
+                self.emit("on_iteration", api.Iteration(s.iter, it, self.ctx))
+                for _ in range(2):
+                    self.bind(s.target, self.elem(it))
+                    self.branches((s.body, {}), (None, {}))
+                self.suite(s.orelse)
+            elif isinstance(s, cst.With):
+                for item in s.items:
+                    v = self.ev(item.item)
+                    if item.asname is not None:
+                        self.bind(item.asname.name, v if v.is_tensor else UNKNOWN)
+                self.suite(s.body)
+            elif isinstance(s, (cst.Try, getattr(cst, "TryStar", cst.Try))):
+                self.suite(s.body)
+                for h in s.handlers:
+                    if always_raises(h.body):
+                        continue  # re-raising: never runs while the model works
+                    if h.name is not None:
+                        self.bind(h.name.name, UNKNOWN)
+                    self.suite(h.body)
+                self.suite(s.orelse)
+                self.suite(s.finalbody)
+            elif isinstance(s, cst.Match):
+                self.condition(s.subject, "match")
+                self.branches(*[(c.body, {}) for c in s.cases])
+            # nested defs and classes are analysed when called through a name we cannot resolve
+        except TooDeep:
+            raise
+        except RecursionError as exc:  # pragma: no cover - bounded by MAX_EXPRESSION_DEPTH
+            raise TooDeep() from exc
+
+    def if_stmt(self, s: cst.If) -> None:
+        truth = self.truth(s.test)
+        if truth is True:  # decided while tracing: no guard, the other side is dead code
             self.suite(s.body)
-        elif isinstance(s, (cst.Try, getattr(cst, "TryStar", cst.Try))):
-            self.suite(s.body)
-            for h in s.handlers:
-                if h.name is not None:
-                    self.bind(h.name.name, UNKNOWN)
-                self.suite(h.body)
+            return
+        if truth is False:
             self.suite(s.orelse)
-            self.suite(s.finalbody)
-        elif isinstance(s, cst.Match):
-            self.condition(s.subject, "match")
-            self.branches(*[c.body for c in s.cases])
-        # nested defs and classes are analysed when called through a name we cannot resolve
+            return
+        body_raises = always_raises(s.body)
+        else_raises = always_raises(s.orelse)
+        self.condition(s.test, "if", validates=body_raises or else_raises)
+        yes, no = self.narrow(s.test)
+        arms = []
+        if not body_raises:
+            arms.append((s.body, yes))
+        if not else_raises:
+            arms.append((s.orelse, no))
+        if arms:
+            self.branches(*arms)
 
     def small(self, s: cst.BaseSmallStatement) -> None:
         if isinstance(s, cst.Expr):
@@ -378,19 +388,17 @@ class Walker:
                 self.state_write(s.target, current.merge(right).derived(), "augassign", s)
             elif isinstance(s.target, cst.Name):
                 cur = self.env.get(s.target.value, UNKNOWN)
-                self.env[s.target.value] = cur.merge(right).derived() if not cur.is_tensor else cur
+                self.env[s.target.value] = self.arith(cur, right, s.operator)
             else:
                 self.bind(s.target, right, s.value)
         elif isinstance(s, cst.Return):
             if s.value is not None:
                 self.returns = self.returns.merge(self.ev(s.value))
         elif isinstance(s, cst.Assert):
-            self.condition(s.test, "assert")
-            if s.msg is not None:
-                self.ev(s.msg)
+            self.condition(s.test, "assert", validates=True)
+            # the message is built only when the assertion fails
         elif isinstance(s, cst.Raise):
-            if s.exc is not None:
-                self.ev(s.exc)
+            pass  # the exception's message is built only on the failing path
         elif isinstance(s, cst.Del):
             pass
 
@@ -404,7 +412,7 @@ class Walker:
                 if isinstance(e, cst.StarredElement):
                     self.bind(e.value, UNKNOWN)
                     continue
-                self.bind(e.value, self.unpack(v, i, value_node))
+                self.bind(e.value, self.unpack(v, i))
         elif _is_self_attr(target):
             self.state_write(target, v, "assign", target)
         elif isinstance(target, cst.Subscript):
@@ -420,30 +428,45 @@ class Walker:
         elif isinstance(target, cst.StarredElement):
             self.bind(target.value, UNKNOWN)
 
-    def unpack(self, v: Value, i: int, value_node: Optional[cst.CSTNode]) -> Value:
+    def unpack(self, v: Value, i: int) -> Value:
         if v.elems is not None:
             return v.elems[i] if i < len(v.elems) else UNKNOWN
         if v.is_shape and v.origin is not None:
-            o = v.origin
-            return Value(frozenset({SIZE}), o.derive("{}[%d]" % i), direct=True)
-        if v.is_tensor or v.has(TENSOR_SEQ):
-            return Value(frozenset({TENSOR}), v.origin)
-        if v.has(MODULE_LIST):
-            return Value(frozenset({MODULE}), detail=v.detail)
+            d = shapes.dims_of(v).at(i) if v.dims is not None and v.dims.rank is not None else \
+                (shapes.dims_of(v).front[i] if v.dims is not None and i < len(v.dims.front) else None)
+            return results.size_value(v.origin.derive("{}[%d]" % i), d, direct=True)
+        if v.is_tensor:
+            return Value(kinds=_TENSOR, origin=v.origin,
+                         dims=_drop0(v.dims))
+        if v.is_tensor_seq:
+            return Value(kinds=_TENSOR, origin=v.origin, dims=v.dims)
+        if v.has(Kind.MODULES):
+            return Value(kinds=frozenset({Kind.MODULE}), detail=v.detail)
         return UNKNOWN
 
-    def elem(self, v: Value, node: Optional[cst.CSTNode] = None) -> Value:
+    def elem(self, v: Value) -> Value:
         """The value of one item when iterating ``v``."""
-        if v.has("zip") and v.elems is not None:
+        if v.detail == "zip" and v.elems is not None:
             return Value(elems=tuple(self.elem(e) for e in v.elems))
-        if v.has("enumerate") and v.elems:
-            return Value(elems=(UNKNOWN, self.elem(v.elems[0])))
-        if v.is_tensor or v.has(TENSOR_SEQ):
-            return Value(frozenset({TENSOR}), v.origin)
+        if v.detail == "enumerate" and v.elems:
+            return Value(elems=(Value(kinds=_INT), self.elem(v.elems[0])))
+        if v.is_tensor:
+            return Value(kinds=_TENSOR, origin=v.origin, dims=_drop0(v.dims))
+        if v.is_tensor_seq:
+            if v.elems:
+                return tracked(*v.elems)
+            return Value(kinds=_TENSOR, origin=v.origin, dims=v.dims)
+        if v.has(Kind.TENSOR_DICT):
+            return Value(kinds=frozenset({Kind.STR}))
         if v.is_shape and v.origin is not None:
-            return Value(frozenset({SIZE}), v.origin.derive("a dim of {}"))
-        if v.has(MODULE_LIST):
-            return Value(frozenset({MODULE}), detail=v.detail)
+            return results.size_value(v.origin.derive("a dim of {}"),
+                                      join_dims(*shapes.dims_of(v).all()))
+        if v.has(Kind.MODULES):
+            return Value(kinds=frozenset({Kind.MODULE}), detail=v.detail)
+        if v.has(Kind.RANGE):
+            return Value(kinds=_INT, tags=v.tags & _KEPT, origin=v.origin, dim=v.dim)
+        if v.elems is not None and v.elems:
+            return tracked(*v.elems)
         return UNKNOWN
 
     def state_write(self, attr_node: cst.Attribute, v: Value, op: str, node: cst.CSTNode) -> None:
@@ -456,16 +479,104 @@ class Walker:
                                                    attr_kind=info.kind if info else ""))
 
     # -- conditions -------------------------------------------------------------------------------
-    def condition(self, expr: cst.BaseExpression, context: str) -> Value:
+    def condition(self, expr: cst.BaseExpression, context: str, validates: bool = False) -> Value:
         if isinstance(expr, cst.BooleanOperation):
-            left = self.condition(expr.left, context)
-            right = self.condition(expr.right, context)
+            left = self.condition(expr.left, context, validates)
+            if self.truth(expr.left) is (isinstance(expr.operator, cst.Or)):
+                return left  # `x or y` with x true, `x and y` with x false: y never runs
+            right = self.condition(expr.right, context, validates)
             return left.merge(right)
         if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
-            return self.condition(expr.expression, context)
+            return self.condition(expr.expression, context, validates)
+        if self.truth(expr) is not None:
+            return self.ev(expr)
         v = self.ev(expr)
-        self.emit("on_condition", api.Condition(expr, v, self.ctx, context=context))
+        self.emit("on_condition", api.Condition(expr, v, self.ctx, context=context,
+                                                validates=validates))
         return v
+
+    def truth(self, expr: cst.BaseExpression) -> Optional[bool]:
+        """The truth of a test that is fixed while Dynamo traces (``is_compiling()``, a flag
+        the caller passed as a literal, ``x is None`` for an ``x`` known not to be None)."""
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+            t = self.truth(expr.expression)
+            return None if t is None else not t
+        if isinstance(expr, cst.BooleanOperation):
+            left, right = self.truth(expr.left), self.truth(expr.right)
+            if isinstance(expr.operator, cst.And):
+                if left is False or right is False:
+                    return False
+                return True if left is True and right is True else None
+            if left is True or right is True:
+                return True
+            return False if left is False and right is False else None
+        if isinstance(expr, cst.Call):
+            name = _dotted(expr.func)
+            if name is not None:
+                fixed = dynamo.compile_time_constant(self.mod.resolve(name))
+                if fixed is not None:
+                    return fixed
+            return None
+        if isinstance(expr, cst.Name):
+            if expr.value == "TYPE_CHECKING":
+                return False
+            v = self.env.get(expr.value)
+            return _const_truth(v)
+        if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1:
+            op = expr.comparisons[0].operator
+            if isinstance(op, (cst.Is, cst.IsNot)) and _is_none(expr.comparisons[0].comparator) \
+                    and isinstance(expr.left, cst.Name):
+                v = self.env.get(expr.left.value)
+                if v is None or not v.kinds:
+                    return None
+                is_none = True if v.kinds == {Kind.NONE} else False if Kind.NONE not in v.kinds \
+                    else None
+                if is_none is None:
+                    return None
+                return is_none if isinstance(op, cst.Is) else not is_none
+        if isinstance(expr, (cst.Integer, cst.SimpleString)) or (isinstance(expr, cst.Name)):
+            return _const_truth(literal(expr))
+        return None
+
+    def narrow(self, test: cst.BaseExpression) -> Tuple[Dict[str, Value], Dict[str, Value]]:
+        """What ``test`` says of names on its true and its false side: ``x is None``,
+        ``x is not None``, ``isinstance(x, torch.Tensor)``, ``if x:`` for an optional ``x``."""
+        yes: Dict[str, Value] = {}
+        no: Dict[str, Value] = {}
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            y, n = self.narrow(test.expression)
+            return n, y
+        if isinstance(test, cst.BooleanOperation):
+            left_yes, left_no = self.narrow(test.left)
+            right_yes, right_no = self.narrow(test.right)
+            if isinstance(test.operator, cst.And):
+                return {**left_yes, **right_yes}, {}
+            return {}, {**left_no, **right_no}
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and \
+                isinstance(test.left, cst.Name) and _is_none(test.comparisons[0].comparator):
+            name = test.left.value
+            v = self.env.get(name)
+            if v is not None and v.kinds:
+                none = Value(kinds=frozenset({Kind.NONE}), const=None)
+                rest = v.with_(kinds=v.kinds - {Kind.NONE}) if v.kinds - {Kind.NONE} else UNKNOWN
+                if isinstance(test.comparisons[0].operator, cst.Is):
+                    yes[name], no[name] = none, rest
+                elif isinstance(test.comparisons[0].operator, cst.IsNot):
+                    yes[name], no[name] = rest, none
+        elif isinstance(test, cst.Call) and _dotted(test.func) == "isinstance" and \
+                len(test.args) == 2 and isinstance(test.args[0].value, cst.Name):
+            name = test.args[0].value.value
+            kinds = _isinstance_kinds(test.args[1].value)
+            v = self.env.get(name, UNKNOWN)
+            if kinds:
+                yes[name] = v.with_(kinds=kinds) if (v.kinds & kinds) else Value(kinds=kinds, origin=v.origin)
+                if v.kinds - kinds:
+                    no[name] = v.with_(kinds=v.kinds - kinds)
+        elif isinstance(test, cst.Name):
+            v = self.env.get(test.value)
+            if v is not None and Kind.NONE in v.kinds and v.kinds - {Kind.NONE}:
+                yes[test.value] = v.with_(kinds=v.kinds - {Kind.NONE})
+        return yes, no
 
     # -- expressions ------------------------------------------------------------------------------
     def ev(self, node: cst.BaseExpression) -> Value:
@@ -474,23 +585,40 @@ class Walker:
             method = _EV[kind]
         except KeyError:
             method = _EV[kind] = getattr(Walker, "ev_" + kind.__name__, None)
-        if method is not None:
-            return method(self, node)
-        # any other expression (a dict or set display, await, yield...): the expressions in it
-        for child in _sub_expressions(node):
-            self.ev(child)
-        return UNKNOWN
+        self._depth += 1
+        if self._depth > MAX_EXPRESSION_DEPTH:
+            self._depth = 0
+            raise TooDeep()
+        try:
+            if method is not None:
+                return method(self, node)
+            # any other expression (await, yield...): the expressions in it
+            for child in _sub_expressions(node):
+                self.ev(child)
+            return UNKNOWN
+        finally:
+            self._depth -= 1
 
     def ev_leaf(self, node: cst.BaseExpression) -> Value:
+        return literal(node)
+
+    ev_Integer = ev_Float = ev_Imaginary = ev_SimpleString = ev_leaf
+
+    def ev_Ellipsis(self, node: cst.Ellipsis) -> Value:
         return UNKNOWN
 
-    ev_Integer = ev_Float = ev_Imaginary = ev_SimpleString = ev_Ellipsis = ev_leaf
+    def ev_ConcatenatedString(self, node: cst.ConcatenatedString) -> Value:
+        self.ev(node.left)
+        self.ev(node.right)
+        return Value(kinds=frozenset({Kind.STR}))
 
     def ev_Name(self, node: cst.Name) -> Value:
         v = self.env.get(node.value)
         if v is None:
+            if node.value in ("True", "False", "None"):
+                return literal(node)
             if node.value in self.mod.mutated_globals:
-                v = Value(frozenset({GLOBAL}), self.origin(node), detail=node.value)
+                v = Value(tags=frozenset({Tag.GLOBAL}), origin=self.origin(node), detail=node.value)
                 self.emit("on_name_use", api.NameUse(node, v, self.ctx, name=node.value,
                                                      passthrough=self._passthrough))
                 return v
@@ -503,32 +631,35 @@ class Walker:
     def ev_Attribute(self, node: cst.Attribute) -> Value:
         attr = node.attr.value
         if isinstance(node.value, cst.Name) and node.value.value == "self" and self.cls is not None:
-            if attr == "training":
-                return UNKNOWN
-            info = self.a.project.attr(self.cls, attr)
-            if info is None:
-                if self.a.project.method(self.cls, attr) is not None:
-                    return UNKNOWN
-                return Value(frozenset({STATE}), self.origin(node), detail="unknown")
-            if info.kind == "module":
-                return Value(frozenset({MODULE}), detail=info.cls)
-            if info.kind == "module_list":
-                return Value(frozenset({MODULE_LIST}), detail=info.cls)
-            if info.kind == "tensor":
-                return Value(frozenset({TENSOR}), self.origin(node))
-            return Value(frozenset({STATE}), self.origin(node), detail=info.kind)
+            return self._self_attr(node, attr)
         base = self.ev(node.value)
         if base.is_tensor:
-            if attr == "shape":
-                return Value(frozenset({SHAPE}), self.origin(node))
-            if attr in TENSOR_ATTRS:
-                return Value(frozenset({TENSOR}), base.origin)
-            return UNKNOWN
+            return results.tensor_attribute(base, attr, self.origin(node))
         if base.is_module and attr in ("weight", "bias"):
-            return Value(frozenset({TENSOR}), self.origin(node))
+            return Value(kinds=_TENSOR, origin=self.origin(node), dims=Dims(rank=None))
         if base.is_state:
-            return base.with_(elems=None)
+            return Value(tags=frozenset({Tag.STATE}), origin=base.origin, detail="unknown")
         return UNKNOWN
+
+    def _self_attr(self, node: cst.Attribute, attr: str) -> Value:
+        if attr == "training":
+            return Value(kinds=_BOOL)
+        info = self.a.project.attr(self.cls, attr)  # type: ignore[arg-type]
+        if info is None:
+            if self.a.project.method(self.cls, attr) is not None:  # type: ignore[arg-type]
+                return UNKNOWN
+            return Value(tags=frozenset({Tag.STATE}), origin=self.origin(node), detail="unknown")
+        if info.kind == "module":
+            return Value(kinds=frozenset({Kind.MODULE}), detail=info.cls)
+        if info.kind == "module_list":
+            return Value(kinds=frozenset({Kind.MODULES}), detail=info.cls)
+        if info.kind == "tensor":  # a parameter or buffer: its dims are fixed
+            return Value(kinds=_TENSOR, origin=self.origin(node), dims=_all_const())
+        kinds = {"int": _INT, "float": frozenset({Kind.FLOAT}), "bool": _BOOL,
+                 "str": frozenset({Kind.STR}), "container": frozenset({Kind.CONTAINER}),
+                 "none": frozenset({Kind.NONE})}.get(info.kind, frozenset())
+        return Value(kinds=kinds, tags=frozenset({Tag.STATE}), origin=self.origin(node),
+                     detail=info.kind)
 
     def _slice(self, el: cst.SubscriptElement) -> Tuple[Value, bool]:
         s = el.slice
@@ -541,26 +672,58 @@ class Walker:
 
     def ev_Subscript(self, node: cst.Subscript) -> Value:
         container = self.ev(node.value)
-        indices = [self._slice(el) for el in node.slice]
+        parts: List[Tuple[str, Optional[Value], Tuple[Optional[Value], ...]]] = []
+        indices: List[Tuple[Value, bool]] = []
+        for el in node.slice:
+            s = el.slice
+            if isinstance(s, cst.Index):
+                v = self.ev(s.value)
+                indices.append((v, True))
+                if isinstance(s.value, cst.Ellipsis):
+                    parts.append(("ellipsis", None, ()))
+                elif isinstance(s.value, cst.Name) and s.value.value == "None":
+                    parts.append(("none", None, ()))
+                elif v.is_tensor:
+                    parts.append(("tensor", v, ()))
+                else:
+                    parts.append(("int", v, ()))
+            else:
+                bounds = tuple(self.ev(p) if p is not None else None
+                               for p in (s.lower, s.upper, s.step))
+                indices.append((UNKNOWN, False))
+                parts.append(("slice", None, bounds))
         single = len(indices) == 1 and indices[0][1]
         idx = indices[0][0] if indices else UNKNOWN
         if container.is_shape:
             if single:
-                return Value(frozenset({SIZE}), self.origin(node), direct=True)
-            return Value(frozenset({SHAPE}), self.origin(node))
+                i = idx.const if isinstance(idx.const, int) else None
+                d = shapes.dims_of(container).at(i) if i is not None else \
+                    join_dims(*shapes.dims_of(container).all())
+                return results.size_value(self.origin(node), d, direct=True)
+            sub = shapes.index_dims(shapes.dims_of(container), parts)
+            return Value(kinds=frozenset({Kind.SHAPE}), origin=self.origin(node), dims=sub)
         if container.is_tensor:
             for iv, _ in indices:
                 self.emit("on_subscript", api.Subscript(node, iv, self.ctx, container=container))
-            return Value(frozenset({TENSOR}), container.origin)
-        if container.has(MODULE_LIST):
-            return Value(frozenset({MODULE}), detail=container.detail)
+            return Value(kinds=_TENSOR, origin=container.origin,
+                         dims=shapes.index_dims(shapes.dims_of(container), parts))
+        if container.has(Kind.MODULES):
+            return Value(kinds=frozenset({Kind.MODULE}), detail=container.detail)
         if container.elems is not None and single:
             i = _int_literal(node.slice[0].slice.value) if isinstance(node.slice[0].slice, cst.Index) else None
             if i is not None and -len(container.elems) <= i < len(container.elems):
                 return container.elems[i]
+        if container.is_tensor_seq:
+            if single:
+                return Value(kinds=_TENSOR, origin=container.origin, dims=container.dims)
+            return container.with_(elems=None)
+        if container.has(Kind.TENSOR_DICT) and single:
+            return Value(kinds=_TENSOR, origin=self.origin(node))
         self.emit("on_subscript", api.Subscript(node, idx, self.ctx, container=container))
         if container.is_state:
-            return Value(frozenset({STATE}), self.origin(node), detail="item")
+            return Value(tags=frozenset({Tag.STATE}), origin=self.origin(node), detail="item")
+        if Tag.DATA in container.tags:
+            return Value(tags=frozenset({Tag.DATA}), origin=container.origin)
         return UNKNOWN
 
     def ev_Comparison(self, node: cst.Comparison) -> Value:
@@ -570,62 +733,117 @@ class Walker:
             values.append(self.ev(target.comparator))
         ops = [type(t.operator).__name__ for t in node.comparisons]
         if all(o in ("Is", "IsNot") for o in ops):  # identity: a Python bool, never a tensor
-            if any(v.has(OPTIONAL) for v in values):
-                return Value(frozenset({OPTIONAL}), self.origin(node))
-            return UNKNOWN
+            detail = "none-test" if any(Kind.NONE in v.kinds for v in values) else ""
+            return Value(kinds=_BOOL, detail=detail, origin=self.origin(node) if detail else None)
+        if any(o in ("In", "NotIn") for o in ops):  # membership: a Python bool
+            tags = left.tags & _KEPT
+            return Value(kinds=_BOOL, tags=tags, origin=left.origin if tags else None, dim=left.dim)
         if any(v.is_tensor for v in values):
-            return Value(frozenset({TENSOR, MASK}), self.origin(node))
-        if any(v.is_shape for v in values) and not any(o in ("In", "NotIn") for o in ops):
-            return Value(frozenset({SIZE}), self.origin(node))  # a whole shape compared
+            dims = None
+            for v in values:
+                if v.is_tensor:
+                    dims = shapes.dims_of(v) if dims is None else shapes.broadcast(dims, shapes.dims_of(v))
+            return Value(kinds=_TENSOR, tags=frozenset({Tag.MASK}), origin=self.origin(node),
+                         dims=dims)
+        if any(v.is_shape for v in values):  # a whole shape compared
+            dims = [d for v in values if v.is_shape for d in shapes.dims_of(v).all()]
+            return Value(kinds=_BOOL, tags=frozenset({Tag.SIZE}), origin=self.origin(node),
+                         dim=join_dims(*dims) if dims else None)
         if any(v.is_size for v in values):
-            if len(node.comparisons) == 1 and ops[0] in ("Equal", "NotEqual", "LessThan",
-                                                          "LessThanEqual", "GreaterThan",
-                                                          "GreaterThanEqual"):
-                right_node = node.comparisons[0].comparator
-                pairs = ((left, right_node), (values[1], node.left))
-                for v, other in pairs:
-                    if v.is_size and v.direct and _int_literal(other) in (0, 1):
-                        return Value(origin=v.origin, zero_one=True)
-            return api.tracked(*values).derived().with_(kinds=api.tracked(*values).kinds - {SHAPE, MODULE})
-        tracked = api.tracked(*values)
-        if tracked.is_scalar_arg or tracked.is_state:
-            return tracked.derived()
-        return UNKNOWN
+            if len(node.comparisons) == 1:
+                right = values[1]
+                for v, other, flip in ((left, right, False), (right, left, True)):
+                    if v.is_size and v.direct and isinstance(other.const, int) and \
+                            not isinstance(other.const, bool):
+                        op = _flip(ops[0]) if flip else ops[0]
+                        if dynamo.size_compare_decided(op, other.const):
+                            return Value(kinds=_BOOL, origin=v.origin, zero_one=True)
+            merged = tracked(*values)
+            return Value(kinds=_BOOL, tags=merged.tags & _KEPT, origin=merged.origin,
+                         dim=merged.dim)
+        merged = tracked(*values)
+        if merged.tags & _KEPT:
+            return Value(kinds=_BOOL, tags=merged.tags & _KEPT, origin=merged.origin,
+                         dim=merged.dim, detail=merged.detail)
+        return Value(kinds=_BOOL)
+
+    def arith(self, left: Value, right: Value, operator: cst.CSTNode) -> Value:
+        """``left <op> right`` (also for ``+=``)."""
+        if left.is_tensor or right.is_tensor:
+            tags = frozenset({Tag.MASK}) if isinstance(operator, (cst.BitAnd, cst.BitOr, cst.BitXor,
+                                                                   cst.BitAndAssign, cst.BitOrAssign)) \
+                and (left.is_mask or right.is_mask) else frozenset()
+            if isinstance(operator, (cst.MatrixMultiply, cst.MatrixMultiplyAssign)):
+                dims = shapes.matmul(shapes.dims_of(left), shapes.dims_of(right))
+            elif left.is_tensor and right.is_tensor:
+                dims = shapes.broadcast(shapes.dims_of(left), shapes.dims_of(right))
+            else:
+                dims = (left if left.is_tensor else right).dims
+            return Value(kinds=_TENSOR, tags=tags, origin=left.origin or right.origin, dims=dims)
+        merged = left.merge(right)
+        if merged.is_shape or (left.elems is not None and right.elems is not None):
+            return Value(kinds=frozenset({Kind.SHAPE}) if merged.is_shape else frozenset({Kind.CONTAINER}),
+                         origin=merged.origin,
+                         elems=(left.elems + right.elems) if left.elems is not None and
+                         right.elems is not None else None)
+        if Kind.STR in merged.kinds or Kind.CONTAINER in merged.kinds:
+            return Value(kinds=merged.kinds & {Kind.STR, Kind.CONTAINER})
+        kinds = merged.kinds & NUMBERS
+        if isinstance(operator, (cst.Divide, cst.DivideAssign)) or Kind.FLOAT in kinds:
+            kinds = frozenset({Kind.FLOAT})
+        elif kinds:
+            kinds = _INT
+        dim = None
+        if left.dim is not None or right.dim is not None:
+            dim = join_dims(shapes.size_dim(left), shapes.size_dim(right))
+        return Value(kinds=kinds, tags=merged.tags & _KEPT, origin=merged.origin, dim=dim,
+                     detail=merged.detail, zero_one=False)
 
     def ev_BinaryOperation(self, node: cst.BinaryOperation) -> Value:
         left = self.ev(node.left)
         right = self.ev(node.right)
-        self.emit("on_binary_op", api.BinaryOp(node, left.merge(right), self.ctx, left=left,
-                                                right=right, op=type(node.operator).__name__))
-        if left.is_tensor or right.is_tensor:
-            kinds = {TENSOR}
-            if isinstance(node.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)) and \
-                    (left.is_mask or right.is_mask):
-                kinds.add(MASK)
-            return Value(frozenset(kinds), left.origin or right.origin)
         if isinstance(node.left, (cst.SimpleString, cst.ConcatenatedString)) and \
                 isinstance(node.operator, cst.Modulo):
             self.emit("on_format", api.Format(node.right, right, self.ctx))
-            return UNKNOWN
-        merged = left.merge(right)
-        if merged.is_shape:  # shape + tuple -> a shape
-            return Value(frozenset({SHAPE}), merged.origin)
-        return merged.derived()
+            return Value(kinds=frozenset({Kind.STR}))
+        self.emit("on_binary_op", api.BinaryOp(node, left.merge(right), self.ctx, left=left,
+                                                right=right, op=type(node.operator).__name__))
+        return self.arith(left, right, node.operator)
 
     def ev_UnaryOperation(self, node: cst.UnaryOperation) -> Value:
         if isinstance(node.operator, cst.Not):
             v = self.condition(node.expression, "bool")
-            return UNKNOWN if not v.is_tensor else v
-        return self.ev(node.expression).derived()
+            return v if v.is_tensor else Value(kinds=_BOOL, tags=v.tags & _KEPT, origin=v.origin,
+                                                dim=v.dim)
+        v = self.ev(node.expression)
+        lit = literal(node)
+        if lit.kinds:
+            return lit
+        return v.derived()
 
     def ev_BooleanOperation(self, node: cst.BooleanOperation) -> Value:
         left = self.condition(node.left, "bool")
+        if self.truth(node.left) is (isinstance(node.operator, cst.Or)):
+            return left
         right = self.ev(node.right)
         return left.merge(right)
 
     def ev_IfExp(self, node: cst.IfExp) -> Value:
+        truth = self.truth(node.test)
+        if truth is True:
+            return self.ev(node.body)
+        if truth is False:
+            return self.ev(node.orelse)
         self.condition(node.test, "ifexp")
-        return self.ev(node.body).merge(self.ev(node.orelse))
+        yes, no = self.narrow(node.test)
+        saved = dict(self.env)
+        self.env.update(yes)
+        a = self.ev(node.body)
+        self.env = dict(saved)
+        self.env.update(no)
+        b = self.ev(node.orelse)
+        self.env = saved
+        return a.merge(b)
 
     def ev_NamedExpr(self, node: cst.NamedExpr) -> Value:
         v = self.ev(node.value)
@@ -633,20 +851,42 @@ class Walker:
         return v
 
     def ev_Tuple(self, node: cst.Tuple) -> Value:
-        vals = tuple(self.ev(e.value) for e in node.elements)
-        return Value(elems=vals)
+        vals = []
+        for e in node.elements:
+            v = self.ev(e.value)
+            if isinstance(e, cst.StarredElement):
+                if v.elems is not None:
+                    vals.extend(v.elems)
+                    continue
+                return Value(kinds=frozenset({Kind.TENSORS}) if v.is_tensor_seq else frozenset({Kind.CONTAINER}))
+            vals.append(v)
+        kinds = frozenset({Kind.TENSORS}) if vals and all(v.is_tensor for v in vals) \
+            else frozenset({Kind.CONTAINER})
+        return Value(kinds=kinds, elems=tuple(vals))
 
     ev_List = ev_Tuple
+
+    def ev_Dict(self, node: cst.Dict) -> Value:
+        vals = []
+        for el in node.elements:
+            for child in _sub_expressions(el):
+                vals.append(self.ev(child))
+        return Value(kinds=frozenset({Kind.CONTAINER}))
+
+    def ev_Set(self, node: cst.Set) -> Value:
+        for el in node.elements:
+            self.ev(el.value)
+        return Value(kinds=frozenset({Kind.CONTAINER}))
 
     def ev_FormattedString(self, node: cst.FormattedString) -> Value:
         for part in node.parts:
             if isinstance(part, cst.FormattedStringExpression):
                 v = self.ev(part.expression)
                 self.emit("on_format", api.Format(part.expression, v, self.ctx))
-        return UNKNOWN
+        return Value(kinds=frozenset({Kind.STR}))
 
     def ev_Lambda(self, node: cst.Lambda) -> Value:
-        return UNKNOWN
+        return Value(kinds=frozenset({Kind.OBJECT}))
 
     def _comprehension(self, node: cst.BaseComp) -> Value:
         saved = dict(self.env)
@@ -654,108 +894,61 @@ class Walker:
         while comp is not None:
             it = self.ev(comp.iter)
             self.emit("on_iteration", api.Iteration(comp.iter, it, self.ctx))
-            self.bind(comp.target, self.elem(it, comp.iter))
+            self.bind(comp.target, self.elem(it))
             for cond in comp.ifs:
                 self.condition(cond.test, "if")
             comp = comp.inner_for_in
         if isinstance(node, cst.DictComp):
             self.ev(node.key)
             out = self.ev(node.value)
-        else:
-            out = self.ev(node.elt)
+            self.env = saved
+            return Value(kinds=frozenset({Kind.TENSOR_DICT}) if out.is_tensor else frozenset({Kind.CONTAINER}))
+        out = self.ev(node.elt)
         self.env = saved
-        return Value(out.kinds & {TENSOR}, out.origin) if out.is_tensor else UNKNOWN
+        if out.is_tensor:  # a list (or generator) of tensors, not a tensor
+            return Value(kinds=frozenset({Kind.TENSORS}), origin=out.origin, dims=out.dims)
+        return Value(kinds=frozenset({Kind.CONTAINER}), tags=out.tags & _KEPT, origin=out.origin,
+                     dim=out.dim)
 
     ev_ListComp = ev_SetComp = ev_GeneratorExp = ev_DictComp = _comprehension
 
     # -- calls ------------------------------------------------------------------------------------
-    def _local_base(self, expr: cst.BaseExpression) -> bool:
-        """Is ``expr`` a value (a local, ``self``, a call result...) rather than a module path
-        such as ``torch.nn.functional``?"""
-        while isinstance(expr, cst.Attribute):
-            expr = expr.value
-        if isinstance(expr, cst.Name):
-            return expr.value in self.env or expr.value == "self"
-        return True
-
     def ev_Call(self, node: cst.Call) -> Value:
-        func = node.func
-        callee: Optional[str] = None
-        method: Optional[str] = None
-        receiver: Optional[Value] = None
-        target: Optional[FunctionInfo] = None
-        module_class = ""
-        bound_self = False
+        callee = callees.resolve(self, node.func)
+        pos, kw, starred = self._arguments(node, follow=callee.target is not None)
+        bound, bound_nodes = self._bind(callee, node, pos, kw, starred)
+        target = callee.target
+        decorators = target.decorators if target is not None else ()
+        has_fake = True
+        if target is not None and target.name in target.module.custom_ops:
+            op = target.module.custom_ops[target.name]
+            has_fake = target.name in self.a.project.fake_names or op in self.a.project.fake_ops
+        site = api.Call(node, UNKNOWN, self.ctx, callee=callee.qualname, method=callee.method,
+                        receiver=callee.receiver, args=tuple(pos), kwargs=kw,
+                        decorators=decorators,
+                        target_returns_value=target.returns_value if target else True,
+                        has_fake=has_fake, module_class=callee.module_class, bound=bound,
+                        bound_nodes=bound_nodes)
+        self.emit("on_call", site)
+        return self._result(node, callee, pos, kw, bound)
 
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call) \
-                and dotted(func.value.func) == "super" and self.cls is not None:
-            method = func.attr.value
-            for base in self.a.project.mro(self.cls)[1:]:
-                if method in base.methods:
-                    target = base.methods[method]
-                    bound_self = True
-                    break
-        elif isinstance(func, cst.Attribute) and _is_self_attr(func) and self.cls is not None:
-            method = func.attr.value
-            info = self.a.project.attr(self.cls, method)
-            fn = self.a.project.method(self.cls, method) if info is None else None
-            if fn is not None:
-                target, bound_self = fn, fn.is_method
-                callee = fn.qualname
-            else:
-                receiver = self.ev(func)
-                if receiver.is_module or receiver.has(MODULE_LIST):
-                    module_class = receiver.detail
-                    callee = f"self.{method}"
-                    method = None
-        elif isinstance(func, cst.Attribute) and self._local_base(func.value):
-            method = func.attr.value
-            receiver = self.ev(func.value)
-            if receiver.is_state and method in MUTATORS and _is_self_attr(func.value):
-                self.state_write(func.value, UNKNOWN, "method", node)
-            if receiver.is_module and receiver.detail:
-                cls = self.a.project.class_of(receiver.detail, self.mod)
-                if cls is not None:
-                    fn = self.a.project.method(cls, method)
-                    if fn is not None:
-                        target, bound_self = fn, True
-        elif isinstance(func, cst.Name) and func.value in self.env:
-            receiver = self.ev(func)
-            if receiver.is_module:
-                module_class = receiver.detail
-        else:
-            name = dotted(func)
-            if name is not None:
-                callee = self.mod.resolve(name)
-                if isinstance(func, cst.Attribute) and name.split(".")[0] in self.mod.loggers:
-                    method = func.attr.value
-                obj = self.a.project.lookup(callee, self.mod) if "." in callee else None
-                if obj is None and name in self.mod.functions:
-                    obj = self.mod.functions[name]
-                if isinstance(obj, FunctionInfo):
-                    target = obj
-                elif isinstance(obj, ClassInfo) and self.a.project.is_nn_module(obj):
-                    module_class = obj.qualname
-            else:
-                receiver = self.ev(func)
-
-        if module_class and target is None and receiver is not None and receiver.is_module:
-            cls = self.a.project.class_of(module_class, self.mod)
-            fwd = self.a.project.method(cls, "forward") if cls is not None else None
-            if fwd is not None:
-                target, bound_self = fwd, True
-
-        # arguments
-        follow = target is not None and not _is_disabled(target)
-        self._passthrough = follow
+    def _arguments(self, node: cst.Call, follow: bool
+                   ) -> Tuple[List[Value], Dict[str, Value], bool]:
+        """Evaluate the arguments: positional values (up to a ``*args``), keyword values."""
+        self._passthrough = follow and not any(_is_disabled_name(d) for d in ())
         try:
             pos: List[Value] = []
             kw: Dict[str, Value] = {}
             starred = False
             for a in node.args:
                 v = self.ev(a.value)
-                if a.star:  # *args / **kwargs: later positions are unknown
-                    starred = starred or a.star == "*"
+                if a.star == "*":
+                    if v.elems is not None and not starred:
+                        pos.extend(v.elems)
+                    else:
+                        starred = True
+                    continue
+                if a.star == "**":
                     continue
                 if a.keyword is not None:
                     kw[a.keyword.value] = v
@@ -763,123 +956,224 @@ class Walker:
                     pos.append(v)
         finally:
             self._passthrough = False
+        return pos, kw, starred
 
-        decorators = target.decorators if target is not None else ()
-        has_fake = True
-        if target is not None and target.name in target.module.custom_ops:
-            op = target.module.custom_ops[target.name]
-            has_fake = target.name in self.a.project.fake_names or op in self.a.project.fake_ops
-        site = api.Call(node, UNKNOWN, self.ctx, callee=callee, method=method, receiver=receiver,
-                        args=tuple(pos), kwargs=kw, decorators=decorators,
-                        target_returns_value=target.returns_value if target else True,
-                        has_fake=has_fake, module_class=module_class)
-        self.emit("on_call", site)
+    def _bind(self, callee: callees.Callee, node: cst.Call, pos: List[Value],
+              kw: Dict[str, Value], starred: bool):
+        """Parameter name -> value (and -> argument node) for a callee whose signature is
+        known: a function of the tree, or torch's API."""
+        if starred:
+            return {}, {}
+        positional = [a.value for a in node.args if a.keyword is None and not a.star]
+        keywords = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+        if callee.target is not None:
+            sig = signature(callee.target)
+            params = list(sig.params)
+            if callee.bound_self or (callee.target.is_method and callee.kind == "module"):
+                params = params[1:]
+            names = dict(zip(params, pos))
+            nodes = dict(zip(params, positional))
+            for k, v in kw.items():
+                names[k] = v
+                nodes[k] = keywords[k]
+            return names, nodes
+        name = None
+        if callee.kind == "method" and callee.receiver is not None and callee.receiver.is_tensor:
+            name, is_method = callee.method, True
+        elif callee.kind == "external" and (callee.qualname or "").startswith("torch."):
+            name, is_method = callee.qualname, False
+        if name is None:
+            return {}, {}
+        picked = results.choose(name, pos, kw, is_method)
+        if picked is None:
+            return {}, {}
+        _, binding = picked
+        values = results.bound_values(binding, pos, kw, callee.receiver if is_method else None)
+        nodes = {}
+        for pname, (where, key) in binding.items():
+            if where == "pos" and isinstance(key, int) and key < len(positional):
+                nodes[pname] = positional[key]
+            elif where == "kw" and key in keywords:
+                nodes[pname] = keywords[key]  # type: ignore[index]
+        return values, nodes
 
+    def _result(self, node: cst.Call, callee: callees.Callee, pos: List[Value],
+                kw: Dict[str, Value], bound: Dict[str, Value]) -> Value:
+        target = callee.target
         if target is not None:
-            if _is_disabled(target) or target.name in target.module.custom_ops:
-                return Value(frozenset({TENSOR}), self.origin(node)) \
-                    if target.name in target.module.custom_ops else UNKNOWN
-            return self._follow(target, pos, kw, bound_self)
-        if module_class:
-            if receiver is None:  # constructing a submodule inside the region
-                return Value(frozenset({MODULE}), detail=module_class)
-            return Value(frozenset({TENSOR}), self.origin(node))
-        if receiver is not None and method is not None:
-            return self._method_result(node, receiver, method, pos, kw)
-        if callee is not None:
-            return self._function_result(node, callee, pos, kw)
+            if _is_disabled(target):
+                return UNKNOWN
+            if target.name in target.module.custom_ops:
+                return Value(kinds=_TENSOR, origin=self.origin(node))
+            return self._follow(target, pos, kw, callee.bound_self or callee.kind == "module")
+        if callee.kind == "module":
+            if callee.module_class.startswith("torch.nn."):
+                return results.module_result(callee.module_class, pos, kw, self.origin(node))
+            return UNKNOWN
+        if callee.kind == "construct":
+            if callee.module_class:
+                return Value(kinds=frozenset({Kind.MODULE}), detail=callee.module_class)
+            last = (callee.qualname or "").rsplit(".", 1)[-1]
+            if last in ("Parameter", "Buffer"):
+                return Value(kinds=_TENSOR, origin=self.origin(node))
+            return Value(kinds=frozenset({Kind.OBJECT}), detail=callee.qualname or "")
+        if callee.kind == "method" and callee.receiver is not None and callee.method is not None:
+            return self._method_result(node, callee.receiver, callee.method, pos, kw)
+        if callee.kind == "external" and callee.qualname is not None:
+            return self._external_result(node, callee, pos, kw)
         return UNKNOWN
 
     def _follow(self, target: FunctionInfo, pos: List[Value], kw: Dict[str, Value],
                 bound_self: bool) -> Value:
-        params = list(target.params)
+        sig = signature(target)
+        params = list(sig.params)
         if target.is_method and params and params[0] in ("self", "cls"):
             params = params[1:]
         bound: Dict[str, Value] = dict(zip(params, pos))
-        names = set(params) | set(target.kwonly)
+        names = set(params) | set(sig.kwonly)
         for k, v in kw.items():
             if k in names:
                 bound[k] = v
+        for name in list(params) + list(sig.kwonly):  # what the caller left to the default
+            if name not in bound and name in sig.defaults:
+                bound[name] = sig.defaults[name]
+            elif name in bound and not bound[name].kinds and sig.kinds.get(name):
+                kinds = sig.kinds[name]
+                if not kinds <= {Kind.NONE}:  # the annotation says what an unknown value is
+                    bound[name] = bound[name].with_(kinds=kinds)
         return self.a.call(self.ctx, target, bound)
 
     def _method_result(self, node: cst.Call, recv: Value, method: str, pos: List[Value],
                        kw: Dict[str, Value]) -> Value:
         if recv.is_tensor:
-            if method in TENSOR_SCALAR_METHODS or method in TENSOR_NON_TENSOR_METHODS:
-                return UNKNOWN
-            if method == "size":
-                if pos or "dim" in kw:
-                    return Value(frozenset({SIZE}), self.origin(node), direct=True)
-                return Value(frozenset({SHAPE}), self.origin(node))
-            if method in ("numel", "nelement"):
-                return Value(frozenset({SIZE}), self.origin(node))
-            if method in MASK_METHODS:
-                return Value(frozenset({TENSOR, MASK}), self.origin(node))
-            if method in SEQ_METHODS:
-                return Value(frozenset({TENSOR_SEQ}), self.origin(node))
-            return Value(frozenset({TENSOR}), self.origin(node))
+            return results.tensor_method(recv, method, pos, kw, self.origin(node))[0]
         if recv.is_shape:
             if method == "numel":
-                return Value(frozenset({SIZE}), self.origin(node))
+                return results.size_value(self.origin(node), join_dims(*shapes.dims_of(recv).all()))
             return UNKNOWN
-        if recv.is_state:
-            return Value(frozenset({STATE}), self.origin(node), detail="item")
+        if recv.is_state and not recv.is_tensor:
+            if method in MUTATORS and isinstance(node.func, cst.Attribute) and \
+                    _is_self_attr(node.func.value):
+                self.state_write(node.func.value, UNKNOWN, "method", node)
+            return Value(tags=frozenset({Tag.STATE}), origin=self.origin(node), detail="item")
+        if recv.is_tensor_seq:
+            if method in ("pop",):
+                return Value(kinds=_TENSOR, origin=recv.origin, dims=recv.dims)
+            if method in ("index", "count"):
+                return Value(kinds=_INT)
+            return UNKNOWN
+        if recv.has(Kind.TENSOR_DICT):
+            if method in ("get", "pop", "setdefault"):
+                return Value(kinds=frozenset({Kind.TENSOR, Kind.NONE}))
+            if method == "values":
+                return Value(kinds=frozenset({Kind.TENSORS}))
+            if method == "items":
+                return Value(kinds=frozenset({Kind.CONTAINER}))
+            return UNKNOWN
         if recv.is_size:
             return recv.derived()
+        if Kind.STR in recv.kinds:
+            return Value(kinds=frozenset({Kind.STR})) if method not in ("split",) else \
+                Value(kinds=frozenset({Kind.CONTAINER}))
         return UNKNOWN
 
-    def _function_result(self, node: cst.Call, callee: str, pos: List[Value],
+    def _external_result(self, node: cst.Call, callee: callees.Callee, pos: List[Value],
                          kw: Dict[str, Value]) -> Value:
+        name = callee.qualname or ""
         first = pos[0] if pos else UNKNOWN
-        if callee == "len":
-            if first.is_tensor:
-                return Value(frozenset({SIZE}), self.origin(node), direct=True)
-            if first.is_state:
-                return first.derived()
-            return UNKNOWN
-        if callee in ("int", "float", "bool", "str", "repr", "format"):
-            if callee in ("str", "repr", "format"):
-                self.emit("on_format", api.Format(node.args[0].value if node.args else node, first, self.ctx))
-            if callee == "bool" and node.args:
-                self.emit("on_condition", api.Condition(node.args[0].value, first, self.ctx, context="bool"))
-            return UNKNOWN  # a concrete Python value from here on
-        if callee in ("min", "max", "abs", "round", "sum", "divmod", "pow"):
-            merged = api.tracked(*pos)
-            if merged.is_tensor and callee in ("min", "max"):
-                return Value(frozenset({TENSOR}), self.origin(node))
-            return merged.derived()
-        if callee == "range":
-            merged = api.tracked(*pos)
-            if merged.is_size or merged.is_scalar_arg or merged.is_state:
-                return Value(frozenset({RANGE}) | (merged.kinds & {SIZE, SCALAR, STATE}),
-                             merged.origin)
-            return UNKNOWN
-        if callee == "zip":
-            return Value(frozenset({"zip"}), elems=tuple(pos))
-        if callee == "enumerate":
-            return Value(frozenset({"enumerate"}), elems=tuple(pos[:1]))
-        if callee in PASSTHROUGH_BUILTINS:
-            return first
-        if callee.startswith("math."):
-            if callee in SIZE_PRESERVING_MATH and (first.is_size or first.is_scalar_arg):
-                return first.derived()
-            return UNKNOWN
-        if callee.startswith("torch."):
-            if callee in TORCH_NON_TENSOR or callee.startswith(MODULE_NAMESPACES):
-                if callee == "torch.Size":
-                    return Value(frozenset({SHAPE}), self.origin(node))
+        if name in ("str", "repr", "format"):
+            self.emit("on_format", api.Format(node.args[0].value if node.args else node, first,
+                                              self.ctx))
+        elif name == "bool" and node.args:
+            self.emit("on_condition", api.Condition(node.args[0].value, first, self.ctx,
+                                                    context="bool"))
+        if name.startswith("torch."):
+            if callee.method is not None:
                 return UNKNOWN
-            last = callee.rsplit(".", 1)[-1]
-            if last.startswith(("is_", "are_", "get_", "set_")):
-                return UNKNOWN
-            if callee.startswith("torch.nn.") and last[:1].isupper():
-                return Value(frozenset({MODULE}), detail=callee)
-            if callee in TORCH_MASK_FUNCS:
-                return Value(frozenset({TENSOR, MASK}), self.origin(node))
-            if last in SEQ_METHODS:
-                return Value(frozenset({TENSOR_SEQ}), self.origin(node))
-            return Value(frozenset({TENSOR}), self.origin(node))
-        return UNKNOWN
+            short = name.rsplit(".", 1)[-1]
+            if name == "torch.Size":
+                return Value(kinds=frozenset({Kind.SHAPE}), origin=self.origin(node),
+                             elems=first.elems, dims=Dims.of(*[shapes.size_dim(e) for e in first.elems])
+                             if first.elems is not None else None)
+            value, _ = results.torch_result(name, short, pos, kw, self.origin(node))
+            if not value.kinds and name.startswith("torch.nn.functional."):
+                dims = shapes.function_dims(short, pos, kw)
+                return Value(kinds=_TENSOR, origin=self.origin(node), dims=dims)
+            return value
+        if callee.method is not None:  # logger.info(...)
+            return Value(kinds=frozenset({Kind.NONE}))
+        return results.builtin_result(name, pos, kw, self.origin(node))
+
+
+def _flip(op: str) -> str:
+    return {"GreaterThan": "LessThan", "LessThan": "GreaterThan",
+            "GreaterThanEqual": "LessThanEqual", "LessThanEqual": "GreaterThanEqual"}.get(op, op)
+
+
+def _drop0(dims: Optional[Dims]) -> Optional[Dims]:
+    if dims is None:
+        return None
+    if dims.rank is not None:
+        return Dims.of(*dims.front[1:]) if dims.rank > 0 else dims
+    return Dims(dims.front[1:], dims.back, None)
+
+
+def _all_const() -> Dims:
+    """A parameter's or buffer's dims: fixed, whatever its rank."""
+    return Dims((CONST_DIM,) * 4, (CONST_DIM,) * 4, None)
+
+
+def _const_truth(v: Optional[Value]) -> Optional[bool]:
+    if v is None or v.tags:
+        return None
+    if v.kinds == {Kind.NONE}:
+        return False
+    if v.const is not None and v.kinds and v.kinds <= {Kind.BOOL, Kind.INT, Kind.FLOAT, Kind.STR}:
+        return bool(v.const)
+    return None
+
+
+def _is_none(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
+
+
+def _dotted(node: cst.CSTNode) -> Optional[str]:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr.value}" if base else None
+    return None
+
+
+def _isinstance_kinds(node: cst.BaseExpression) -> frozenset:
+    names = []
+    if isinstance(node, cst.Tuple):
+        names = [_dotted(e.value) for e in node.elements]
+    else:
+        names = [_dotted(node)]
+    kinds = set()
+    for n in names:
+        last = (n or "").rsplit(".", 1)[-1]
+        if last in ("Tensor", "Parameter"):
+            kinds.add(Kind.TENSOR)
+        elif last in ("int",):
+            kinds.add(Kind.INT)
+        elif last in ("float",):
+            kinds.add(Kind.FLOAT)
+        elif last in ("bool",):
+            kinds.add(Kind.BOOL)
+        elif last in ("str",):
+            kinds.add(Kind.STR)
+        elif last in ("list", "tuple", "dict", "set"):
+            kinds.add(Kind.CONTAINER)
+        elif last:
+            return frozenset()
+    return frozenset(kinds)
+
+
+def _is_disabled_name(name: str) -> bool:
+    return name in api.DISABLE_DECORATORS
 
 
 #: the ``ev_`` method of each node type (None: evaluate the expressions inside)

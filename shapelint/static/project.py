@@ -332,7 +332,7 @@ class ModuleInfo:
                     if isinstance(t, ast.Name):
                         self.globals_assigned.add(t.id)
                         if isinstance(stmt.value, ast.Call) and \
-                                (ast_dotted(stmt.value.func) or "").endswith("getLogger"):
+                                (ast_dotted(stmt.value.func) or "").endswith(("getLogger", "get_logger")):
                             self.loggers.add(t.id)
         for fn in self.functions.values():
             fn.decorators = self._decorators(fn.tree)

@@ -1,0 +1,206 @@
+"""Dynamo's own rules, in one table: what torch.compile does with each operation on a symbolic
+size or a tensor value.
+
+A naive reading gets many of these wrong: ``int(n)`` and ``math.sqrt(n)`` of a size stay
+symbolic, while ``math.log(n)``, an f-string or ``dict.get(n)`` pin it to its value; ``n > 1``
+on a plain dynamic size is decided without a guard (its range is [2, inf]); ``x[mask] = 0``
+stays in the graph while ``x[mask]`` breaks it. The static pass and its rules ask this table
+instead of carrying their own lists, and every row carries a tiny program with the line it is
+about marked ``# <-``: ``tests/test_dynamo_table.py`` (slow) runs each one under the installed
+torch with the harness and fails where torch disagrees.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Dict, Optional, Tuple
+
+
+class Effect(enum.Enum):
+    """What Dynamo does at the marked line when the size (or value) varies between calls."""
+
+    SYMBOLIC = "stays symbolic"  # no guard that a new value fails: no recompile
+    GUARD = "guards"  # a guard on the size: an input on the other side recompiles
+    SPECIALIZE = "specializes"  # the size is pinned to its value: every new value recompiles
+    GRAPH_BREAK = "graph break"  # the graph ends here
+    NONE = "nothing"  # no guard, no break
+
+
+@dataclass(frozen=True)
+class Row:
+    op: str  # the table key: what the static pass looks up
+    effect: Effect
+    program: str  # a tiny runnable program: build() and inputs(batch); the line is marked `# <-`
+    note: str = ""
+
+
+def _prog(body: str, args: str = "x", inputs: str = "(torch.randn(batch, 4),)",
+          head: str = "") -> str:
+    """A module whose forward runs ``body`` (its line marked ``# <-``)."""
+    lines = "\n".join("        " + line for line in body.strip("\n").split("\n"))
+    return (f"import math\nimport torch\n{head}\n\nclass M(torch.nn.Module):\n"
+            f"    def forward(self, {args}):\n{lines}\n\n\n"
+            f"def build():\n    return M()\n\n\ndef inputs(batch):\n    return {inputs}\n")
+
+
+ROWS: Tuple[Row, ...] = (
+    # -- a symbolic size turned into a Python value ------------------------------------------
+    Row("int(size)", Effect.SYMBOLIC, _prog("n = int(x.shape[0])  # <-\nreturn x * n")),
+    Row("float(size)", Effect.SYMBOLIC, _prog("n = float(x.shape[0])  # <-\nreturn x * n")),
+    Row("round(size)", Effect.SYMBOLIC, _prog("n = round(x.shape[0] / 2)  # <-\nreturn x * n")),
+    Row("math.sqrt(size)", Effect.SYMBOLIC,
+        _prog("n = int(math.sqrt(x.shape[0]))  # <-\nreturn x * n")),
+    Row("math.ceil(size)", Effect.SYMBOLIC, _prog("n = math.ceil(x.shape[0] / 8)  # <-\nreturn x * n")),
+    Row("math.floor(size)", Effect.SYMBOLIC,
+        _prog("n = math.floor(x.shape[0] / 8)  # <-\nreturn x * n")),
+    Row("max(size)", Effect.SYMBOLIC, _prog("n = max(x.shape[0], 8)  # <-\nreturn x * n")),
+    Row("min(size)", Effect.SYMBOLIC, _prog("n = min(x.shape[0], 8)  # <-\nreturn x * n")),
+    Row("abs(size)", Effect.SYMBOLIC, _prog("n = abs(x.shape[0] - 8)  # <-\nreturn x * n")),
+    Row("math.log(size)", Effect.SPECIALIZE,
+        _prog("n = math.log(x.shape[0])  # <-\nreturn x * n")),
+    Row("math.log2(size)", Effect.SPECIALIZE,
+        _prog("n = math.log2(x.shape[0])  # <-\nreturn x * n")),
+    Row("math.exp(size)", Effect.SPECIALIZE,
+        _prog("n = math.exp(x.shape[0] / 100)  # <-\nreturn x * n")),
+    Row("math.pow(size)", Effect.SPECIALIZE,
+        _prog("n = math.pow(x.shape[0], 0.5)  # <-\nreturn x * n")),
+    Row("str(size)", Effect.SPECIALIZE,
+        _prog("key = str(x.shape[0])  # <-\nreturn x * len(key)")),
+    Row("f-string(size)", Effect.SPECIALIZE,
+        _prog("key = f\"n={x.shape[0]}\"  # <-\nreturn x * len(key)")),
+    Row("hash(size)", Effect.SPECIALIZE,
+        _prog("h = hash(x.shape[0]) % 3  # <-\nreturn x * h")),
+    Row("dict.get(size)", Effect.SPECIALIZE,
+        _prog("scale = {1: 1.0, 2: 0.5}.get(x.shape[0], 0.25)  # <-\nreturn x * scale")),
+    Row("list*size", Effect.SPECIALIZE,
+        _prog("w = [1.0] * x.shape[0]  # <-\nreturn x * len(w)")),
+    Row("range(size)", Effect.SPECIALIZE,
+        _prog("out = x[0]\nfor i in range(x.shape[0]):  # <-\n    out = out + x[i]\nreturn out")),
+    Row("Tensor.split(int)", Effect.SPECIALIZE,
+        _prog("parts = x.split(2)  # <-\nreturn torch.cat([p * 2 for p in parts])")),
+    Row("Tensor.chunk(int)", Effect.SYMBOLIC,
+        _prog("parts = x.chunk(2)  # <-\nreturn torch.cat([p * 2 for p in parts])"),
+        "chunk(c) makes c pieces whatever the size: the count stays fixed"),
+    Row("iter(tensor)", Effect.SPECIALIZE,
+        _prog("return torch.stack([r * 2 for r in x])  # <-")),
+    # -- control flow on a size --------------------------------------------------------------
+    Row("size > const", Effect.GUARD,
+        _prog("if x.shape[0] > 4:  # <-\n    return x * 2\nreturn x")),
+    Row("size > 1", Effect.NONE, _prog("if x.shape[0] > 1:  # <-\n    return x * 2\nreturn x"),
+        "a plain dynamic size has the range [2, inf]: the test is decided without a guard"),
+    Row("size == 0", Effect.NONE, _prog("if x.shape[0] == 0:  # <-\n    return x\nreturn x * 2"),
+        "decided by the symbol's range, like > 1"),
+    Row("size != const", Effect.GUARD,
+        _prog("if x.shape[0] != 4:  # <-\n    return x * 2\nreturn x"),
+        "at most one recompile: the value itself gets its own graph"),
+    Row("assert size", Effect.NONE,
+        _prog("assert x.shape[1] == 4, f\"bad {x.shape}\"  # <-\nreturn x * 2"),
+        "the message of a plain assert is never formatted while the test holds"),
+    Row("torch._assert(size, f-string)", Effect.SPECIALIZE,
+        _prog("torch._assert(x.shape[0] > 0, f\"empty batch {x.shape[0]}\")  # <-\nreturn x * 2"),
+        "torch._assert's message is built before the call: the f-string specializes"),
+    # -- tensor values read into Python ------------------------------------------------------
+    Row("Tensor.item()", Effect.GRAPH_BREAK, _prog("s = x.sum().item()  # <-\nreturn x * s")),
+    Row("Tensor.tolist()", Effect.GRAPH_BREAK, _prog("s = x.sum(1).tolist()  # <-\nreturn x * len(s)")),
+    Row("if tensor", Effect.GRAPH_BREAK,
+        _prog("if x.sum() > 0:  # <-\n    return x * 2\nreturn x")),
+    Row("x[mask]", Effect.GRAPH_BREAK, _prog("y = x[x > 0]  # <-\nreturn y.sum()")),
+    Row("x[mask] = v", Effect.NONE, _prog("x = x.clone()\nx[x > 0] = 0  # <-\nreturn x * 2"),
+        "an indexed assignment with a mask is index_put_: its shape does not depend on the data"),
+    Row("Tensor.nonzero()", Effect.GRAPH_BREAK, _prog("i = x.nonzero()  # <-\nreturn i.sum()")),
+    Row("print", Effect.GRAPH_BREAK, _prog("print(\"hi\")  # <-\nreturn x * 2")),
+    Row("logger.warning", Effect.GRAPH_BREAK,
+        _prog("logger.warning(\"hi\")  # <-\nreturn x * 2",
+              head="import logging\nlogger = logging.getLogger(__name__)")),
+    Row("warnings.warn", Effect.GRAPH_BREAK,
+        _prog("warnings.warn(\"hi\")  # <-\nreturn x * 2", head="import warnings")),
+    Row("torch.backends.cudnn.flags", Effect.GRAPH_BREAK,
+        _prog("with torch.backends.cudnn.flags(enabled=False):  # <-\n    return x * 2")),
+)
+
+BY_OP: Dict[str, Row] = {r.op: r for r in ROWS}
+
+
+def effect(op: str) -> Optional[Effect]:
+    row = BY_OP.get(op)
+    return row.effect if row is not None else None
+
+
+# -- lookups the static pass makes -------------------------------------------------------------
+
+#: builtins and math functions of a size, by qualified name, and what Dynamo does with them
+SIZE_FUNCTIONS: Dict[str, Effect] = {
+    "int": Effect.SYMBOLIC, "float": Effect.SYMBOLIC, "round": Effect.SYMBOLIC,
+    "max": Effect.SYMBOLIC, "min": Effect.SYMBOLIC, "abs": Effect.SYMBOLIC,
+    "sum": Effect.SYMBOLIC, "divmod": Effect.SYMBOLIC, "pow": Effect.SYMBOLIC,
+    "bool": Effect.GUARD,
+    "math.sqrt": Effect.SYMBOLIC, "math.ceil": Effect.SYMBOLIC, "math.floor": Effect.SYMBOLIC,
+    "math.trunc": Effect.SYMBOLIC, "math.prod": Effect.SYMBOLIC, "math.gcd": Effect.SYMBOLIC,
+    "math.isqrt": Effect.SYMBOLIC, "math.lcm": Effect.SYMBOLIC,
+    "str": Effect.SPECIALIZE, "repr": Effect.SPECIALIZE, "format": Effect.SPECIALIZE,
+    "hash": Effect.SPECIALIZE, "range": Effect.SPECIALIZE,
+}
+
+
+def size_function(qualname: str) -> Optional[Effect]:
+    """What a builtin, ``math.*`` or numpy function does to a symbolic size argument."""
+    if qualname in SIZE_FUNCTIONS:
+        return SIZE_FUNCTIONS[qualname]
+    if qualname.startswith("math."):
+        return Effect.SPECIALIZE  # log, exp, pow, sin...: computed on a concrete float
+    if qualname.startswith(("numpy.", "np.")):
+        return Effect.SPECIALIZE
+    return None
+
+
+#: Python I/O that breaks the graph
+IO_FUNCTIONS = ("print", "warnings.warn", "logging.", "builtins.print", "sys.stdout.write",
+                "sys.stderr.write", "tqdm.")
+LOGGER_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical",
+                            "log", "warning_once", "info_once", "warning_advice"})
+#: context managers and calls Dynamo cannot trace through
+UNSUPPORTED_CALLS = frozenset({"torch.backends.cudnn.flags", "torch.backends.cuda.sdp_kernel",
+                               "torch.cuda.synchronize", "torch.cuda.empty_cache",
+                               "pdb.set_trace", "breakpoint", "time.sleep"})
+#: nn modules that break the graph when called inside a compiled region (RNNs: cudnn flat
+#: weights and data-dependent packing)
+GRAPH_BREAK_MODULES = frozenset({"LSTM", "GRU", "RNN"})
+
+#: under torch.compile these are constant: code under the other side is never traced
+COMPILING_TRUE = frozenset({"torch.compiler.is_compiling", "torch._dynamo.is_compiling",
+                            "torch.compiler.is_dynamo_compiling", "torch._utils.is_compiling",
+                            "is_torchdynamo_compiling", "is_compiling", "is_dynamo_compiling"})
+COMPILING_FALSE = frozenset({"torch.jit.is_scripting", "torch.jit.is_tracing",
+                             "torch._C._get_tracing_state", "torch.fx._symbolic_trace.is_fx_tracing",
+                             "is_torch_fx_proxy", "torch.onnx.is_in_onnx_export",
+                             "is_scripting", "is_tracing", "is_fx_tracing"})
+
+
+def compile_time_constant(qualname: str) -> Optional[bool]:
+    """``torch.compiler.is_compiling()`` is True while Dynamo traces, ``torch.jit.is_scripting()``
+    False: Dynamo folds them, so the other side is dead code in the region."""
+    last = qualname.rsplit(".", 1)[-1]
+    if qualname in COMPILING_TRUE or last in ("is_torchdynamo_compiling", "is_dynamo_compiling"):
+        return True
+    if last == "is_compiling":
+        return True
+    if qualname in COMPILING_FALSE or last in ("is_scripting", "is_tracing", "is_fx_tracing",
+                                               "is_torch_fx_proxy", "_get_tracing_state",
+                                               "is_in_onnx_export"):
+        return False
+    return None
+
+
+def size_compare_decided(op: str, const: object) -> bool:
+    """A comparison of a plain dynamic size (range [2, inf]) with a constant that its range
+    decides: ``n > 1``, ``n >= 2``, ``n == 0``, ``n != 1``, ``n < 2``..."""
+    if not isinstance(const, int) or isinstance(const, bool):
+        return False
+    if op in ("GreaterThan", "LessThanEqual"):
+        return const <= 1
+    if op in ("GreaterThanEqual", "LessThan"):
+        return const <= 2
+    if op in ("Equal", "NotEqual"):
+        return const <= 1
+    return False

@@ -1,0 +1,266 @@
+"""Regions: what is compiled, and what varies between calls of it.
+
+One place decides it:
+
+- **Entries**: functions and methods decorated with ``torch.compile``, names passed to
+  ``torch.compile(...)``, the configured ``entry-points``, and, by default, the ``forward`` of
+  every *outermost* ``nn.Module``: a module class that no other module class of the tree
+  builds. A module built inside another (``self.layers = nn.ModuleList([Block(...)])``) is
+  inlined into its parent's graph: its int arguments are values the parent traced, not graph
+  inputs, so they are not guarded as arguments (a containment graph in networkx answers it).
+- **What varies**: the dims of an entry's tensor inputs that the code declares dynamic
+  (``torch._dynamo.mark_dynamic(x, 1)``, ``maybe_mark_dynamic``, ``mark_unbacked``; a
+  ``mark_static`` fixes one), that the config names (``dynamic-dims = { input_ids = [0, 1] }``),
+  and otherwise dim 0 (the batch) and dim 1 of token ids and masks (the sequence). An int
+  argument with no default is passed at every call and taken to change between calls; a flag
+  or a defaulted int is a setting.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import re
+from typing import Dict, List, Optional, Set, Tuple
+
+import libcst as cst
+import networkx as nx
+
+from shapelint.config import Settings
+from shapelint.static.project import ClassInfo, FunctionInfo, ModuleInfo, Project, ast_dotted
+from shapelint.static.types import param_kinds
+from shapelint.values import (NUMBERS, UNKNOWN, UNKNOWN_DIM, Dim, DimInfo, Dims, Kind, Origin, Tag,
+                              Value)
+
+COMPILE_DECORATORS = ("torch.compile", "torch.compiler.compile", "torch._dynamo.optimize")
+MARKS = {"mark_dynamic": Dim.VARY, "maybe_mark_dynamic": Dim.VARY, "mark_unbacked": Dim.VARY,
+         "mark_static": Dim.CONST}
+_MARK_WORD = re.compile(r"\b(?:maybe_)?mark_(?:dynamic|unbacked|static)\s*\(")
+#: parameter names of token ids and masks: (batch, sequence)
+SEQUENCE_INPUT = re.compile(r"(?:^|_)(?:ids|mask|labels|tokens)$")
+_INT_NAMES = frozenset({"n", "k", "m", "step", "steps", "offset", "idx", "index", "length",
+                        "count", "seq_len", "seqlen", "dim_size", "num_nodes", "max_len",
+                        "max_length", "pos", "start_pos", "position", "layer_idx", "chunk_size",
+                        "block_size", "window"})
+
+
+def looks_like_int(name: str) -> bool:
+    """Unannotated parameters whose names say 'count' or 'length' (``n``, ``num_heads``...)."""
+    if name in _INT_NAMES:
+        return True
+    return name.startswith(("num_", "n_", "max_", "min_")) or \
+        name.endswith(("_len", "_size", "_idx", "_count", "_steps"))
+
+
+class Regions:
+    """The compiled entries of a project and the values their arguments hold."""
+
+    def __init__(self, project: Project, settings: Settings) -> None:
+        self.project = project
+        self.settings = settings
+        self.containment: nx.DiGraph = nx.DiGraph()
+        self._marks: Optional[Dict[str, Dict[int, Dim]]] = None
+
+    # -- entries ----------------------------------------------------------------------------------
+    def entries(self) -> List[FunctionInfo]:
+        """Every compiled entry, in file order, each once."""
+        out: List[FunctionInfo] = []
+        seen: Set[int] = set()
+
+        def add(fn: Optional[FunctionInfo]) -> None:
+            if fn is not None and id(fn) not in seen:
+                seen.add(id(fn))
+                out.append(fn)
+
+        modules = sorted(self.project.all_modules(), key=lambda m: m.path)
+        outermost = self._outermost(modules) if self.settings.module_forward else set()
+        for mod in modules:
+            for fn in mod.functions.values():
+                if _compiled(fn) or fn.name in mod.compile_targets or self._configured(fn):
+                    add(fn)
+            for cls in mod.classes.values():
+                for m in cls.methods.values():
+                    if _compiled(m) or self._configured(m):
+                        add(m)
+                if cls.name in mod.compile_targets or cls.qualname in outermost:
+                    if self.project.is_nn_module(cls):
+                        add(self.project.method(cls, "forward"))
+        return out
+
+    def _configured(self, fn: FunctionInfo) -> bool:
+        pats = self.settings.entry_points
+        return bool(pats) and any(fnmatch.fnmatchcase(n, p) for p in pats
+                                  for n in (fn.name, fn.symbol, fn.qualname))
+
+    def _outermost(self, modules: List[ModuleInfo]) -> Set[str]:
+        """Module classes no other module class of the tree builds (networkx: in-degree 0)."""
+        g = self.containment
+        for mod in modules:
+            for cls in mod.classes.values():
+                if not self.project.is_nn_module(cls):
+                    continue
+                g.add_node(cls.qualname)
+                for built in self._builds(cls):
+                    if built.qualname != cls.qualname:
+                        g.add_edge(cls.qualname, built.qualname)
+        return {n for n in g.nodes if g.in_degree(n) == 0}
+
+    def _builds(self, cls: ClassInfo) -> List[ClassInfo]:
+        """Module classes that ``cls`` builds or hands to a builder outside ``forward``:
+        ``Block(...)``, ``nn.ModuleList([Block(...) ...])``, ``partial(Block, ...)``,
+        ``block_fn=Block`` defaults."""
+        out: List[ClassInfo] = []
+        for m in cls.methods.values():
+            if m.name == "forward":
+                continue
+            names: List[str] = []
+            for node in ast.walk(m.tree):
+                if isinstance(node, ast.Call):
+                    fname = ast_dotted(node.func) or ""
+                    if fname in ("isinstance", "issubclass", "type"):
+                        continue
+                    names.append(fname)
+                    names.extend(ast_dotted(a) or "" for a in node.args)
+                    names.extend(ast_dotted(k.value) or "" for k in node.keywords)
+            args = m.tree.args
+            names.extend(ast_dotted(d) or "" for d in args.defaults + [d for d in args.kw_defaults if d])
+            for name in dict.fromkeys(n for n in names if n and n[:1].isalpha()):
+                head = name.split(".")[-1]
+                if not head[:1].isupper():
+                    continue
+                found = self._class(name, cls.module)
+                if found is not None and self.project.is_nn_module(found):
+                    out.append(found)
+        return out
+
+    def _class(self, name: str, mod: ModuleInfo) -> Optional[ClassInfo]:
+        if name in mod.classes:
+            return mod.classes[name]
+        qual = mod.resolve(name)
+        if "." not in qual:
+            return None
+        return self.project.class_of(qual, mod)
+
+    def is_nested_module(self, cls_qualname: str) -> bool:
+        g = self.containment
+        return cls_qualname in g and g.in_degree(cls_qualname) > 0
+
+    # -- what varies ------------------------------------------------------------------------------
+    @property
+    def marks(self) -> Dict[str, Dict[int, Dim]]:
+        """``mark_dynamic(input_ids, 1)`` and friends anywhere in the tree, by the marked
+        name (a variable, an attribute or a dict key): dim -> varies or fixed."""
+        if self._marks is None:
+            self._marks = {}
+            for mod in self.project.all_modules():
+                text = mod.source.text
+                if "mark_" in text and _MARK_WORD.search(text):
+                    _read_marks(text, self._marks)
+        return self._marks
+
+    def arg_dims(self, name: str, default_rank: Optional[int] = None) -> Dims:
+        """Dims of an entry's tensor argument ``name``."""
+        declared: Dict[int, Tuple[Dim, str]] = {}
+        configured = self.settings.dynamic_dims.get(name, self.settings.dynamic_dims.get("*"))
+        if configured is not None:
+            for d in configured:
+                declared[d] = (Dim.VARY, "dynamic-dims in the config")
+        for d, state in self.marks.get(name, {}).items():
+            declared.setdefault(d, (state, "marked in the code"))
+        if configured is None and not any(s is Dim.VARY for s, _ in declared.values()):
+            declared.setdefault(0, (Dim.VARY, "assumed: the batch dim"))
+            if SEQUENCE_INPUT.search(name):
+                declared.setdefault(1, (Dim.VARY, "assumed: the sequence dim of ids and masks"))
+        front: List[DimInfo] = []
+        back: List[DimInfo] = []
+        for d in sorted(k for k in declared if k >= 0):
+            while len(front) < d:
+                front.append(UNKNOWN_DIM)
+            state, why = declared[d]
+            front.append(DimInfo(state, f"`{name}` dim {d}, {why}"))
+        for d in sorted((k for k in declared if k < 0), reverse=True):
+            while len(back) < -d - 1:
+                back.insert(0, UNKNOWN_DIM)
+            state, why = declared[d]
+            back.insert(0, DimInfo(state, f"`{name}` dim {d}, {why}"))
+        return Dims(tuple(front), tuple(back), None)
+
+    def entry_args(self, fn: FunctionInfo, where) -> Dict[str, Value]:
+        """Values of a compiled entry's parameters (``where`` places their origins)."""
+        out: Dict[str, Value] = {}
+        node = fn.node
+        if node is None:  # libcst could not parse it; the engine reports that
+            return out
+        params = list(node.params.params) + list(node.params.kwonly_params)
+        if fn.is_method and params:
+            params = params[1:]
+        for p in params:
+            name = p.name.value
+            origin = Origin.of_node(p.name, where, fn.module.path, fn.symbol, scope=fn.qualname,
+                                    text=name, near=node)
+            out[name] = self._entry_arg(p, name, origin)
+        star = node.params.star_arg
+        if isinstance(star, cst.Param):
+            out[star.name.value] = UNKNOWN
+        if node.params.star_kwarg is not None:
+            out[node.params.star_kwarg.name.value] = UNKNOWN
+        return out
+
+    def _entry_arg(self, p: cst.Param, name: str, origin: Origin) -> Value:
+        ann = p.annotation.annotation if p.annotation is not None else None
+        kinds = param_kinds(ann, p.default)
+        if not kinds and p.default is None:  # forward(self, x): the inputs are tensors
+            kinds = frozenset({Kind.INT}) if (name in self.settings.scalar_arg_names or
+                                               looks_like_int(name)) else frozenset({Kind.TENSOR})
+        elif kinds == {Kind.NONE} and ann is None:  # forward(self, x, mask=None)
+            kinds = frozenset({Kind.TENSOR, Kind.NONE})
+        if Kind.TENSOR in kinds:
+            return Value(kinds=kinds, origin=origin, dims=self.arg_dims(name))
+        if Kind.TENSORS in kinds:
+            return Value(kinds=kinds, origin=origin, dims=self.arg_dims(name))
+        if kinds and kinds - {Kind.NONE} and kinds - {Kind.NONE} <= NUMBERS:
+            number = sorted(k.value for k in kinds - {Kind.NONE})
+            detail = "int" if "int" in number else number[0]
+            varies = Kind.INT in kinds and (p.default is None or name in self.settings.scalar_arg_names)
+            dim = DimInfo(Dim.VARY, f"the int argument `{name}`, passed at every call") \
+                if varies else UNKNOWN_DIM
+            return Value(kinds=kinds, tags=frozenset({Tag.SCALAR}), origin=origin, detail=detail,
+                         dim=dim)
+        return Value(kinds=kinds, origin=origin)
+
+
+def _compiled(fn: FunctionInfo) -> bool:
+    return any(d in COMPILE_DECORATORS for d in fn.decorators)
+
+
+def _read_marks(text: str, into: Dict[str, Dict[int, Dim]]) -> None:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or len(node.args) < 1:
+            continue
+        fname = (ast_dotted(node.func) or "").rsplit(".", 1)[-1]
+        if fname not in MARKS:
+            continue
+        target = node.args[0]
+        name = None
+        if isinstance(target, ast.Name):
+            name = target.id
+        elif isinstance(target, ast.Attribute):
+            name = target.attr
+        elif isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant) \
+                and isinstance(target.slice.value, str):
+            name = target.slice.value
+        dims_node = node.args[1] if len(node.args) > 1 else next(
+            (k.value for k in node.keywords if k.arg in ("index", "dim")), None)
+        dims: List[int] = []
+        if isinstance(dims_node, ast.Constant) and isinstance(dims_node.value, int):
+            dims = [dims_node.value]
+        elif isinstance(dims_node, (ast.List, ast.Tuple)):
+            dims = [e.value for e in dims_node.elts
+                    if isinstance(e, ast.Constant) and isinstance(e.value, int)]
+        if name:
+            for d in dims:
+                into.setdefault(name, {})[d] = MARKS[fname]
