@@ -88,3 +88,56 @@ def test_replay_records_the_lines_dynamo_traced(tmp_path):
     res = run_target(spec)
     executed = {os.path.basename(p): ls for p, ls in res["executed"].items()}
     assert executed["model.py"] == [6, 7, 9, 10, 11, 13, 14]  # batch 8 took the other branch
+
+
+# -- blame through a decorated forward (what every transformers model is) --------------------------
+WRAPPED = """
+import functools
+import torch
+
+
+def capture_outputs(func):
+    @functools.wraps(func)
+    def wrapper(self, *args, **kwargs):
+        return func(self, *args, **kwargs)
+    return wrapper
+
+
+class M(torch.nn.Module):
+    scale = 0.1234567891234567
+
+    @capture_outputs
+    def forward(self, x):
+        n = x.new_ones(x.shape[2]).sum()  # the first use of the length
+        q = x[:, :, -5:, :]  # a negative slice start guards the length (< 6)
+        return torch.nn.functional.scaled_dot_product_attention(q, q, q, scale=self.scale) * n
+
+
+def build():
+    return M()
+
+
+def inputs(batch, seq_len):
+    return {"x": torch.randn(batch, 2, seq_len, 4)}
+"""
+
+
+@pytest.mark.slow
+def test_guards_of_a_wrapped_forward_are_reevaluated(tmp_path):
+    """The compiled frame is the wrapper, whose guards read ``L['kwargs']['x']``: the worker
+    gives the re-evaluation that name, so the recompile is blamed on the slice (line 18) that
+    guards the sequence length, not on the first use of the size (line 17: what the reason text
+    names first). The float guard on
+    ``scale`` (``Eq(zf.., 0.123456789123457)``, a rounded constant) is not re-evaluated."""
+    pytest.importorskip("torch")
+    from shapelint.harness.runner import run_target
+    from shapelint.harness.target import TargetSpec
+
+    write_tree(tmp_path, {"model.py": WRAPPED})
+    spec = TargetSpec(name="w", model="model.py:build", inputs="model.py:inputs",
+                      base_dir=str(tmp_path), batch_sizes=[2], seq_lens=[3, 9], dynamic="true")
+    res = run_target(spec)
+    assert res["error"] is None, res
+    blamed = {(os.path.basename(r["path"]), r["line"], r.get("guard")) for r in res["recompiles"]
+              if r.get("path")}
+    assert {(p, ln) for p, ln, _ in blamed} == {("model.py", 18)}, blamed

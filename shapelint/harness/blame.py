@@ -264,8 +264,10 @@ class Recorder:
                 expr = sympy.sympify(str(md.get("expr")), locals=loc)
                 if any(str(s) not in symbols for s in expr.free_symbols):
                     continue
-                vals = {s: sympy.Integer(int(eval(symbols[str(s)], {"L": f_locals})))  # noqa: S307
-                        for s in expr.free_symbols}
+                raw = {s: eval(symbols[str(s)], {"L": f_locals}) for s in expr.free_symbols}  # noqa: S307
+                if any(isinstance(v, float) for v in raw.values()):
+                    continue  # a float symbol (zf...): its guard prints a rounded constant
+                vals = {s: sympy.Integer(int(v)) for s, v in raw.items()}
                 evaluated += 1
                 if bool(expr.xreplace(vals)):
                     continue

@@ -204,10 +204,11 @@ def run(spec: TargetSpec, out: Out) -> int:
                 except TypeError:
                     pass
             current["self"] = model
-            for name, value in current.items():  # which input dims vary across the shapes
+            _wrapper_locals(current, args, kw)
+            for src, value in _input_sources(current):  # which input dims vary across the shapes
                 if isinstance(value, torch.Tensor):
                     for dim, size in enumerate(value.shape):
-                        sizes.setdefault(f"L['{name}'].size()[{dim}]", set()).add(int(size))
+                        sizes.setdefault(f"{src}.size()[{dim}]", set()).add(int(size))
             with torch.no_grad() if spec.no_grad else contextlib.nullcontext():
                 compiled(*args, **kw)
             if device.startswith("cuda"):
@@ -228,6 +229,29 @@ def run(spec: TargetSpec, out: Out) -> int:
     out.write({"type": "done", "summary": recorder.summary(),
                "seconds": round(time.perf_counter() - started, 3)})
     return 0
+
+
+def _wrapper_locals(current: Dict[str, Any], args: tuple, kw: Dict[str, Any]) -> None:
+    """A forward behind a decorator (``def wrapper(self, *args, **kwargs)``, as every
+    transformers model's is) compiles as the wrapper, whose guards read ``L['kwargs']['x']`` and
+    ``L['args'][0]``: give the blame's re-evaluation those names too. ``kwargs`` holds every
+    keyword passed (a superset of a ``**kwargs`` parameter's extras, so both frames resolve)."""
+    current.setdefault("args", tuple(args))
+    extra = current.get("kwargs")
+    if extra is None or isinstance(extra, dict):
+        current["kwargs"] = dict(kw, **(extra or {}))
+
+
+def _input_sources(current: Dict[str, Any]):
+    """(source, value) of every argument, and of the items of ``args``/``kwargs`` containers."""
+    for name, value in current.items():
+        yield f"L['{name}']", value
+        if isinstance(value, dict):
+            for key, item in value.items():
+                yield f"L['{name}'][{key!r}]", item
+        elif isinstance(value, tuple):
+            for i, item in enumerate(value):
+                yield f"L['{name}'][{i}]", item
 
 
 def _has_trace_api() -> bool:
