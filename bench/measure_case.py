@@ -227,6 +227,7 @@ def worker(case_dir, mode, out_path, experiment=None):
                 _walk_sources(f"L[{name!r}]", value, sources)
             if isinstance(model, torch.nn.Module):
                 loc["self"] = model
+            loc["__globals__"] = vars(mod)
             calls.append({"batch": b, "sources": sources, "locals": loc})
             compiled(*args, **kwargs)
             calls[-1]["ok"] = True
@@ -273,7 +274,8 @@ def _sympy_env():
 
 
 def _eval_source(source, loc):
-    v = eval(source, {"L": loc})  # noqa: S307 - sources are torch's own guard sources
+    # L: the forward's arguments (and self); G: the model module's globals (function defaults...)
+    v = eval(source, {"L": loc, "G": loc.get("__globals__", {})})  # noqa: S307 - torch's own guard sources
     if isinstance(v, bool):
         return int(v)
     if isinstance(v, (int, float)):
@@ -663,8 +665,10 @@ def measure(case_dir, modes, quiet=False):
     import torch  # only for the version string
 
     case_dir = os.path.abspath(case_dir)
-    with open(os.path.join(case_dir, "case.toml"), "rb") as fh:
-        meta = tomllib.load(fh)
+    meta = {}
+    if os.path.isfile(os.path.join(case_dir, "case.toml")):  # labels may come after a first look
+        with open(os.path.join(case_dir, "case.toml"), "rb") as fh:
+            meta = tomllib.load(fh)
     data = {}
     for mode in modes:
         data[mode] = run_mode(case_dir, mode)
@@ -715,13 +719,32 @@ def summary(case_id, doc):
         if d["static_dim_lines"] or d["constant_guard_lines"]:
             out.append(f"      static_dim_lines: {d['static_dim_lines']} constant_guard_lines: "
                        f"{d['constant_guard_lines']}")
+        n_input = 0
         for r in d["recompile_reasons"]:
-            out.append(f"      reason@b={r['batch']}: {r['text'].splitlines()[0][:150]}")
+            if not r["lines"] and "mismatch" in r["text"]:
+                n_input += 1
+                continue
+            out.append(f"      reason@b={r['batch']}: {r['text'].splitlines()[0][:150]} -> "
+                       f"{sorted({(x['file'], x['line']) for x in r['lines']})}")
+        if n_input:
+            out.append(f"      (+{n_input} input size/grad mismatch reasons, no user line)")
+        seen = set()
         for g in d["graph_break_reasons"]:
-            out.append(f"      break: {g['where']} :: {g['reason'][:120]}")
+            k = (g["where"], g["reason"][:120])
+            if k not in seen:
+                seen.add(k)
+                out.append(f"      break: {g['where']} :: {g['reason'][:120]}")
+        seen = set()
         for s in d["specializations"]:
-            out.append(f"      spec: {s['sources']} -> {s['value']} at {[(x['file'], x['line']) for x in s['lines']]}"
-                       f"{' (static)' if s['static_dims_only'] else ''}")
+            k = (tuple(s["sources"]), tuple((x["file"], x["line"]) for x in s["lines"]), s["static_dims_only"])
+            if k in seen:
+                continue
+            seen.add(k)
+            vals = sorted({str(t["value"]) for t in d["specializations"]
+                           if (tuple(t["sources"]), tuple((x["file"], x["line"]) for x in t["lines"]),
+                               t["static_dims_only"]) == k})
+            out.append(f"      spec: {[x[:60] for x in s['sources']]} -> {vals} at "
+                       f"{[(x['file'], x['line']) for x in s['lines']]}{' (static)' if s['static_dims_only'] else ''}")
         for e in d["errors"]:
             out.append(f"      error@b={e['batch']}: {e['error'].splitlines()[0][:200]} at {e.get('where')}")
         out.append(f"      implicated: {d['implicated_lines']}  | expected confirmed {ck['expected_confirmed']}/"
@@ -732,7 +755,8 @@ def summary(case_id, doc):
             out.append(f"  experiment {name} [{mode}] compiles={d['compiles']} recompiles={d['recompiles']} "
                        f"graph_breaks={d['graph_breaks']} implicated={d['implicated_lines']}")
             for r in d["recompile_reasons"]:
-                out.append(f"      reason@b={r['batch']}: {r['text'].splitlines()[0][:150]}")
+                out.append(f"      reason@b={r['batch']}: {r['text'].splitlines()[0][:150]} -> "
+                           f"{sorted({(x['file'], x['line']) for x in r['lines']})}")
     return "\n".join(out)
 
 
