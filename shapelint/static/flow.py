@@ -23,7 +23,7 @@ from shapelint import api
 from shapelint.static import callees, dynamo, results, shapes
 from shapelint.static.project import FunctionInfo, ModuleInfo, Project
 from shapelint.static.regions import Regions
-from shapelint.static.types import literal, param_kinds
+from shapelint.static.types import ast_literal, ast_param_kinds, literal
 from shapelint.values import (CONST_DIM, NUMBERS, UNKNOWN, Dim, Dims, Kind, Origin, Tag, Value,
                               join_dims, tracked)
 
@@ -91,22 +91,21 @@ Dispatch = Callable[[str, api.Site], None]
 
 class Signature:
     """A function's parameters as the walk binds them: names in order, keyword-only names,
-    and what the annotation or default says of each (the default's literal value too)."""
+    and what the annotation or default says of each (the default's literal value too). Read
+    from the ``ast`` summary: a callee the memo answers is never parsed with libcst."""
 
     def __init__(self, fn: FunctionInfo) -> None:
         self.params: List[str] = list(fn.params)
         self.kwonly: List[str] = list(fn.kwonly)
         self.kinds: Dict[str, frozenset] = {}
         self.defaults: Dict[str, Value] = {}
-        node = fn.node
-        if node is None:
-            return
-        for p in list(node.params.posonly_params) + list(node.params.params) + \
-                list(node.params.kwonly_params):
-            ann = p.annotation.annotation if p.annotation is not None else None
-            self.kinds[p.name.value] = param_kinds(ann, p.default)
-            if p.default is not None:
-                self.defaults[p.name.value] = literal(p.default)
+        args = fn.tree.args
+        positional = list(args.posonlyargs) + list(args.args)
+        defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+        for a, d in list(zip(positional, defaults)) + list(zip(args.kwonlyargs, args.kw_defaults)):
+            self.kinds[a.arg] = ast_param_kinds(a.annotation, d)
+            if d is not None:
+                self.defaults[a.arg] = ast_literal(d)
 
 
 def signature(fn: FunctionInfo) -> Signature:

@@ -8,7 +8,7 @@ tensors from being taken for a tensor. What the annotation does not say stays un
 
 from __future__ import annotations
 
-import re
+import ast
 from typing import FrozenSet, Optional
 
 import libcst as cst
@@ -31,9 +31,6 @@ OTHER_KNOWN = frozenset({"dtype", "device", "Module", "Callable", "Type", "Gener
                          "Literal", "Config", "PretrainedConfig", "PreTrainedConfig"})
 UNKNOWN_NAMES = frozenset({"Any", "object", "Unpack", "TypeVar", "Self", "T"})
 
-_NAME = re.compile(r"[A-Za-z_][\w.]*")
-
-
 def _last(name: str) -> str:
     return name.rsplit(".", 1)[-1]
 
@@ -42,65 +39,128 @@ def kinds_of_annotation(node: Optional[cst.BaseExpression]) -> FrozenSet[Kind]:
     """The kinds an annotation admits (empty: unknown)."""
     if node is None:
         return frozenset()
-    return frozenset(_kinds(node, 0))
+    return frozenset(_kinds(_from_cst(node), 0))
 
 
-def _kinds(node: cst.BaseExpression, depth: int) -> set:
+def kinds_of_ast_annotation(node: Optional[ast.expr]) -> FrozenSet[Kind]:
+    """The same for an ``ast`` annotation (summaries are read with ``ast``: no libcst parse)."""
+    if node is None:
+        return frozenset()
+    return frozenset(_kinds(_from_ast(node), 0))
+
+
+# An annotation as a small tree both parsers map to: ("name", dotted), ("none",),
+# ("or", a, b), ("sub", dotted base, [items]), ("str", text), ("lit", value), ("?",)
+Ann = tuple
+
+
+def _from_cst(node: cst.CSTNode) -> Ann:
+    if isinstance(node, cst.Name) and node.value == "None":
+        return ("none",)
+    if isinstance(node, (cst.Name, cst.Attribute)):
+        return ("name", _dotted(node) or "")
+    if isinstance(node, cst.SimpleString):
+        v = node.evaluated_value
+        return ("str", v) if isinstance(v, str) else ("?",)
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
+        return ("or", _from_cst(node.left), _from_cst(node.right))
+    if isinstance(node, cst.Subscript):
+        items = [_from_cst(el.slice.value) for el in node.slice if isinstance(el.slice, cst.Index)]
+        if len(items) == 1 and items[0][0] == "tuple":
+            items = list(items[0][1])
+        return ("sub", _dotted(node.value) or "", items)
+    if isinstance(node, cst.Tuple):
+        return ("tuple", [_from_cst(e.value) for e in node.elements])
+    if isinstance(node, cst.Ellipsis):
+        return ("...",)
+    v = literal_value(node)
+    return ("lit", v) if v is not _MISSING else ("?",)
+
+
+def _from_ast(node: ast.AST) -> Ann:
+    if isinstance(node, ast.Constant):
+        if node.value is None:
+            return ("none",)
+        if isinstance(node.value, str):
+            return ("str", node.value)
+        if node.value is Ellipsis:
+            return ("...",)
+        return ("lit", node.value)
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        return ("name", _ast_dotted(node) or "")
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return ("or", _from_ast(node.left), _from_ast(node.right))
+    if isinstance(node, ast.Subscript):
+        sl = node.slice
+        items = [_from_ast(e) for e in sl.elts] if isinstance(sl, ast.Tuple) else [_from_ast(sl)]
+        return ("sub", _ast_dotted(node.value) or "", items)
+    if isinstance(node, ast.Tuple):
+        return ("tuple", [_from_ast(e) for e in node.elts])
+    return ("?",)
+
+
+def _ast_dotted(node: ast.AST) -> Optional[str]:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _ast_dotted(node.value)
+        return f"{base}.{node.attr}" if base else None
+    return None
+
+
+def _kinds(a: Ann, depth: int) -> set:
+    tag = a[0]
     if depth > 8:
         return set()
-    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):  # "torch.Tensor"
-        text = node.evaluated_value if isinstance(node, cst.SimpleString) else None
-        if not isinstance(text, str):
-            return set()
+    if tag == "none":
+        return {Kind.NONE}
+    if tag == "name":
+        return _named(a[1])
+    if tag == "str":  # "torch.Tensor"
         try:
-            return _kinds(cst.parse_expression(text), depth + 1)
+            return _kinds(_from_cst(cst.parse_expression(a[1])), depth + 1)
         except Exception:  # noqa: BLE001 - an annotation we cannot read is unknown
             return set()
-    if isinstance(node, cst.Name) and node.value == "None":
-        return {Kind.NONE}
-    if isinstance(node, (cst.Name, cst.Attribute)):
-        return _named(_dotted(node))
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
-        return _kinds(node.left, depth + 1) | _kinds(node.right, depth + 1)
-    if isinstance(node, cst.Subscript):
-        base = _last(_dotted(node.value) or "")
-        items = [el.slice.value for el in node.slice if isinstance(el.slice, cst.Index)]
-        if base in ("Optional",) and items:
-            return _kinds(items[0], depth + 1) | {Kind.NONE}
-        if base == "Union":
-            out: set = set()
-            for it in items:
-                inner = _kinds(it, depth + 1)
-                if not inner:
-                    return set()  # Union[Tensor, Any]: unknown
-                out |= inner
-            return out
-        if base in SEQUENCE_NAMES:
-            elems = set()
-            for it in items:
-                if isinstance(it, cst.Ellipsis):
-                    continue
+    if tag == "or":
+        left, right = _kinds(a[1], depth + 1), _kinds(a[2], depth + 1)
+        return left | right if left and right else set()
+    if tag != "sub":
+        return set()
+    base, items = _last(a[1]), a[2]
+    if base == "Optional" and items:
+        return _kinds(items[0], depth + 1) | {Kind.NONE}
+    if base == "Union":
+        out: set = set()
+        for it in items:
+            inner = _kinds(it, depth + 1)
+            if not inner:
+                return set()  # Union[Tensor, Any]: unknown
+            out |= inner
+        return out
+    if base in SEQUENCE_NAMES:
+        elems: set = set()
+        for it in items:
+            if it[0] != "...":
                 elems |= _kinds(it, depth + 1)
-            return {Kind.TENSORS} if Kind.TENSOR in elems else {Kind.CONTAINER}
-        if base in MAPPING_NAMES:
-            vals = _kinds(items[-1], depth + 1) if items else set()
-            return {Kind.TENSOR_DICT} if Kind.TENSOR in vals else {Kind.CONTAINER}
-        if base in ("Annotated", "Final", "ClassVar") and items:
-            return _kinds(items[0], depth + 1)
-        if base in ("Literal",):
-            return _literal_kinds(items)
-        if base in ("Unpack", "Any"):
-            return set()
-        if base in ("Callable", "Type", "type"):
-            return {Kind.OBJECT}
-        return _named(_dotted(node.value) or "")
-    return set()
+        return {Kind.TENSORS} if Kind.TENSOR in elems else {Kind.CONTAINER}
+    if base in MAPPING_NAMES:
+        vals = _kinds(items[-1], depth + 1) if items else set()
+        return {Kind.TENSOR_DICT} if Kind.TENSOR in vals else {Kind.CONTAINER}
+    if base in ("Annotated", "Final", "ClassVar") and items:
+        return _kinds(items[0], depth + 1)
+    if base == "Literal":
+        return _literal_kinds([it[1] for it in items if it[0] in ("lit", "str", "none")
+                               ] + [None for it in items if it[0] == "none"])
+    if base in ("Unpack", "Any"):
+        return set()
+    if base in ("Callable", "Type", "type"):
+        return {Kind.OBJECT}
+    return _named(a[1])
 
 
-def _literal_kinds(items) -> set:
+def _literal_kinds(values) -> set:
     out = set()
-    for it in items:
-        v = literal_value(it)
+    for v in values:
         if isinstance(v, bool):
             out.add(Kind.BOOL)
         elif isinstance(v, int):
@@ -217,3 +277,38 @@ def param_kinds(annotation: Optional[cst.BaseExpression],
     if ann:
         return ann | (dflt & {Kind.NONE})
     return dflt  # {NONE} alone for ``x=None``: None, or something narrowing cannot name
+
+
+def ast_literal(node: Optional[ast.expr]) -> Value:
+    """The value of an ``ast`` literal default (``= 0``, ``= False``, ``= None``, ``= -1``)."""
+    if node is None:
+        return Value()
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and \
+            isinstance(node.operand, ast.Constant) and isinstance(node.operand.value, (int, float)) \
+            and not isinstance(node.operand.value, bool):
+        v = -node.operand.value
+    elif isinstance(node, ast.Constant):
+        v = node.value
+    else:
+        return Value(kinds=frozenset({Kind.CONTAINER})) if isinstance(
+            node, (ast.Tuple, ast.List, ast.Dict, ast.Set)) else Value()
+    if isinstance(v, bool):
+        return Value(kinds=frozenset({Kind.BOOL}), const=v)
+    if isinstance(v, int):
+        return Value(kinds=frozenset({Kind.INT}), const=v)
+    if isinstance(v, float):
+        return Value(kinds=frozenset({Kind.FLOAT}), const=v)
+    if isinstance(v, str):
+        return Value(kinds=frozenset({Kind.STR}), const=v)
+    if v is None:
+        return Value(kinds=frozenset({Kind.NONE}), const=None)
+    return Value()
+
+
+def ast_param_kinds(annotation: Optional[ast.expr], default: Optional[ast.expr]) -> FrozenSet[Kind]:
+    """:func:`param_kinds` for an ``ast`` parameter."""
+    ann = kinds_of_ast_annotation(annotation)
+    dflt = ast_literal(default).kinds if default is not None else frozenset()
+    if ann:
+        return ann | (dflt & {Kind.NONE})
+    return dflt
