@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Dict, List
 
 from shapelint.finding import CheckResult
+from shapelint.report.escape import clean, defuse_commands
 from shapelint.report.ranking import changed_lines_of_pull_request, ranked
 
 PER_LEVEL = 10
@@ -16,6 +17,9 @@ LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 
 
 def escape_data(text: str) -> str:
+    """A command's message: control characters cleaned (newlines kept), then GitHub's own
+    escapes, so that nothing quoted can end the command or start another one."""
+    text = defuse_commands(clean(text, keep_newlines=True))
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 

@@ -24,15 +24,23 @@ def _excerpt(path: str, line: int, context: int = 2) -> List[Dict[str, Any]]:
     return out
 
 
+#: what the page shows for a key a saved run lacks (a hand-written or older JSON report)
+TARGET_DEFAULTS: Dict[str, Any] = {
+    "name": "?", "compiles": "?", "device": "?", "backend": "?", "dynamic": "?",
+    "torch_version": "?", "failed": False, "problems": None, "error": None, "per_shape": [],
+    "recompiles": [], "graph_breaks": []}
+
+
 def _chart(target: Dict[str, Any]) -> Dict[str, Any]:
     rows = target.get("per_shape", [])
-    top = max([r["new_compiles"] for r in rows] + [1])
+    top = max([r.get("new_compiles") or 0 for r in rows] + [1])
     width = max(40 * len(rows), 200)
     bars = []
     for i, r in enumerate(rows):
-        h = 120 * r["new_compiles"] / top
-        label = f"b{r['batch']}" + (f"/s{r['seq_len']}" if r.get("seq_len") is not None else "")
-        bars.append({"x": 40 * i + 8, "y": 130 - h, "h": h, "n": r["new_compiles"], "label": label,
+        n = r.get("new_compiles") or 0
+        h = 120 * n / top
+        label = f"b{r.get('batch')}" + (f"/s{r['seq_len']}" if r.get("seq_len") is not None else "")
+        bars.append({"x": 40 * i + 8, "y": 130 - h, "h": h, "n": n, "label": label,
                      "error": r.get("error")})
     return {"width": width, "bars": bars}
 
@@ -42,13 +50,24 @@ def render(result: CheckResult, *, rules, targets, color=False, statistics=False
         import jinja2
     except ImportError as exc:  # pragma: no cover - jinja2 is a dependency
         raise RuntimeError("--format html needs jinja2 (pip install jinja2)") from exc
+    from markupsafe import Markup
+
+    from shapelint.report.escape import clean, defuse_commands
+
+    def finalize(value: Any) -> Any:
+        """Every value the page shows goes through clean() (report/escape.py), then
+        autoescaping; an already escaped value (``|join`` of escaped parts) stays escaped."""
+        if isinstance(value, Markup):
+            return Markup(defuse_commands(clean(str(value))))
+        return defuse_commands(clean(value)) if isinstance(value, str) else value
+
     env = jinja2.Environment(loader=jinja2.PackageLoader("shapelint", "report/templates"),
-                             autoescape=True, undefined=jinja2.StrictUndefined)
+                             autoescape=True, undefined=jinja2.StrictUndefined, finalize=finalize)
     files: "OrderedDict[str, List[Dict[str, Any]]]" = OrderedDict()
     for f in result.all_findings():
         files.setdefault(f.path, []).append({"f": f, "excerpt": _excerpt(f.path, f.line)})
     return env.get_template("report.html.j2").render(
         version=__version__, result=result, files=files, rules=rules,
-        targets=[dict(t, chart=_chart(t)) for t in targets],
+        targets=[{**TARGET_DEFAULTS, **t, "chart": _chart(t)} for t in targets],
         counts={s: sum(1 for f in result.all_findings() if f.status == s)
                 for s in ("confirmed", "unpredicted", "predicted", "not-seen")})

@@ -7,6 +7,7 @@ from typing import Any, Dict, List
 
 from shapelint import __version__
 from shapelint.finding import CheckResult
+from shapelint.report.escape import defuse_json
 
 
 def document(result: CheckResult, targets: List[Dict[str, Any]]) -> Dict[str, Any]:
@@ -23,4 +24,4 @@ def document(result: CheckResult, targets: List[Dict[str, Any]]) -> Dict[str, An
 
 
 def render(result: CheckResult, *, rules, targets, color=False, statistics=False) -> str:
-    return json.dumps(document(result, targets), indent=2) + "\n"
+    return defuse_json(json.dumps(document(result, targets), indent=2)) + "\n"

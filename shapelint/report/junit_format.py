@@ -7,6 +7,18 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 
 from shapelint.finding import CheckResult
+from shapelint.report.escape import clean, defuse_commands
+
+
+def _x(text: object) -> str:
+    """An attribute value: XML 1.0 cannot hold most control characters at all (not even as
+    character references), so they are written as escapes (report/escape.py)."""
+    return defuse_commands(clean(text, keep_newlines=True))
+
+
+def _t(text: object) -> str:
+    """A field of a text node: one line of it, never the start of a workflow command."""
+    return defuse_commands(clean(text))
 
 
 def render(result: CheckResult, *, rules, targets, color=False, statistics=False) -> str:
@@ -16,33 +28,34 @@ def render(result: CheckResult, *, rules, targets, color=False, statistics=False
         per_file[f.path].append(f)
     total = failures = 0
     for path, items in sorted(per_file.items()):
-        suite = ET.SubElement(root, "testsuite", name=path, tests=str(len(items)),
+        suite = ET.SubElement(root, "testsuite", name=_x(path), tests=str(len(items)),
                               failures=str(len(items)), errors="0")
         for f in items:
-            case = ET.SubElement(suite, "testcase", name=f"{f.rule} {f.name} line {f.line}",
-                                 classname=path, file=path, line=str(f.line))
-            fail = ET.SubElement(case, "failure", message=f.message, type=f.rule)
-            fail.text = f"{f.path}:{f.line}:{f.column}: {f.rule} {f.message}\n{f.source_line}\nhelp: {f.hint}"
+            case = ET.SubElement(suite, "testcase", name=_x(f"{f.rule} {f.name} line {f.line}"),
+                                 classname=_x(path), file=_x(path), line=str(f.line))
+            fail = ET.SubElement(case, "failure", message=_x(f.message), type=_x(f.rule))
+            fail.text = (f"{_t(f.path)}:{f.line}:{f.column}: {_t(f.rule)} {_t(f.message)}\n"
+                         f"{_t(f.source_line)}\nhelp: {_t(f.hint)}")
         total += len(items)
         failures += len(items)
     if result.errors:
         suite = ET.SubElement(root, "testsuite", name="file errors", tests=str(len(result.errors)),
                               failures="0", errors=str(len(result.errors)))
         for e in result.errors:
-            case = ET.SubElement(suite, "testcase", name=f"{e.path}", classname="file-errors")
-            err = ET.SubElement(case, "error", message=e.message)
-            err.text = f"{e.path}:{e.line}:{e.column}: {e.message}"
+            case = ET.SubElement(suite, "testcase", name=_x(e.path), classname="file-errors")
+            err = ET.SubElement(case, "error", message=_x(e.message))
+            err.text = f"{_t(e.path)}:{e.line}:{e.column}: {_t(e.message)}"
         total += len(result.errors)
     if targets:
         failed = [t for t in targets if t.get("failed")]
         suite = ET.SubElement(root, "testsuite", name="shapelint run", tests=str(len(targets)),
                               failures=str(len(failed)), errors="0")
         for t in targets:
-            case = ET.SubElement(suite, "testcase", name=f"target {t['name']}", classname="targets",
+            case = ET.SubElement(suite, "testcase", name=_x(f"target {t['name']}"), classname="targets",
                                  time=str(t.get("seconds", 0)))
             if t.get("failed"):
-                why = "; ".join(t.get("problems") or [t.get("error") or "failed"])
-                ET.SubElement(case, "failure", message=why).text = why
+                why = "; ".join(str(p) for p in (t.get("problems") or [t.get("error") or "failed"]))
+                ET.SubElement(case, "failure", message=_x(why)).text = _t(why)
         total += len(targets)
         failures += len(failed)
     if total == 0:

@@ -11,6 +11,7 @@ from collections import Counter
 from typing import List
 
 from shapelint.finding import CheckResult, shape_text
+from shapelint.report.escape import clean
 from shapelint.report.ranking import ranked
 
 LIMIT = 1024 * 1024
@@ -22,7 +23,7 @@ STATUS = {"confirmed": "confirmed", "not-seen": "not seen", "unpredicted": "unpr
 
 def cell(text: str, limit: int = 300) -> str:
     """Escape for a Markdown table cell inside HTML-capable Markdown."""
-    text = " ".join(str(text).split())
+    text = clean(" ".join(str(text).split()))
     if len(text) > limit:
         text = text[: limit - 1] + "…"
     return html.escape(text, quote=False).replace("|", "&#124;").replace("`", "&#96;") \

@@ -12,9 +12,11 @@ import os
 import subprocess
 from collections import Counter
 from typing import Any, Dict, List
+from urllib.parse import quote
 
 from shapelint import __version__
 from shapelint.finding import CheckResult
+from shapelint.report.escape import clean, defuse_json
 
 LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 INFO_URI = "https://github.com/shapelint/shapelint"
@@ -33,14 +35,27 @@ def source_root() -> str:
 
 
 def _uri(path: str, root: str) -> str:
+    """A valid URI reference (RFC 3986) for ``path``: relative to the source root when under
+    it, else an absolute ``file://`` URI; every character a URI cannot hold as is (``,``, ``:``,
+    ``%``, spaces, newlines, ``<``, non-ASCII...) is percent-encoded as UTF-8, so that a
+    relative path such as ``a:b.py`` is not read as a URI scheme."""
     ab = os.path.abspath(path)
     rel = os.path.relpath(ab, root)
     if rel.startswith(".."):
-        return "file://" + ab
-    return rel.replace(os.sep, "/")
+        return _file_uri(ab)
+    return quote(rel.replace(os.sep, "/"), safe="/", errors="surrogateescape")
+
+
+def _file_uri(abspath: str, directory: bool = False) -> str:
+    path = quote(abspath.replace(os.sep, "/"), safe="/", errors="surrogateescape")
+    if not path.startswith("/"):
+        path = "/" + path  # C:/x on Windows
+    return "file://" + (path.rstrip("/") + "/" if directory else path)
 
 
 def _rule(r) -> Dict[str, Any]:
+    from shapelint.registry import on_by_default, rule_status
+
     doc = r.documentation()
     return {
         "id": r.code, "name": r.name,
@@ -48,9 +63,11 @@ def _rule(r) -> Dict[str, Any]:
         "fullDescription": {"text": doc.split("## Why is this bad?")[0].replace("## What it does", "").strip() or r.summary},
         "help": {"text": doc, "markdown": doc},
         "defaultConfiguration": {"level": LEVEL.get(r.severity, "warning"),
-                                 "enabled": bool(r.default_enabled)},
+                                 "enabled": on_by_default(r)},
         "properties": {"tags": ["torch.compile", r.code[:3]], "evidence": list(r.evidence),
-                       "registry_ids": list(r.registry_ids)},
+                       "registry_ids": list(r.registry_ids), "status": rule_status(r),
+                       **({"precision": r.measured_precision}
+                          if r.measured_precision is not None else {})},
     }
 
 
@@ -68,20 +85,20 @@ def document(result: CheckResult, rules: Dict[str, Any], targets: List[Dict[str,
         res: Dict[str, Any] = {
             "ruleId": f.rule,
             "level": LEVEL.get(f.severity, "warning"),
-            "message": {"text": f.message + (f"\nHelp: {f.hint}" if f.hint else "")},
+            "message": {"text": clean(f.message) + (f"\nHelp: {clean(f.hint)}" if f.hint else "")},
             "locations": [{"physicalLocation": {
                 "artifactLocation": {"uri": _uri(f.path, root), "uriBaseId": "%SRCROOT%"},
                 "region": {"startLine": loc.line, "startColumn": loc.column,
                            "endLine": max(loc.end_line, loc.line), "endColumn": max(loc.end_column, 1) + 1,
-                           **({"snippet": {"text": f.source_line}} if f.source_line else {})}}}],
+                           **({"snippet": {"text": clean(f.source_line)}} if f.source_line else {})}}}],
             "partialFingerprints": {"shapelintLine/v1": digest[:32]},
-            "properties": {"status": f.status, "symbol": f.symbol, "evidence": list(f.evidence),
+            "properties": {"status": f.status, "symbol": clean(f.symbol), "evidence": list(f.evidence),
                            "evidence_events": f.evidence_events},
         }
         if f.rule in codes:
             res["ruleIndex"] = codes.index(f.rule)
         results.append(res)
-    notifications = [{"level": "error", "message": {"text": e.message},
+    notifications = [{"level": "error", "message": {"text": clean(e.message)},
                       "locations": [{"physicalLocation": {
                           "artifactLocation": {"uri": _uri(e.path, root), "uriBaseId": "%SRCROOT%"},
                           "region": {"startLine": max(e.line, 1), "startColumn": max(e.column, 1)}}}]}
@@ -89,11 +106,12 @@ def document(result: CheckResult, rules: Dict[str, Any], targets: List[Dict[str,
     for t in targets:
         if t.get("failed"):
             notifications.append({"level": "error", "message": {
-                "text": f"target {t['name']}: " + "; ".join(t.get("problems") or [t.get("error") or "failed"])}})
+                "text": clean(f"target {t['name']}: " + "; ".join(
+                    str(p) for p in (t.get("problems") or [t.get("error") or "failed"])))}})
     run: Dict[str, Any] = {
         "tool": {"driver": {"name": "shapelint", "version": __version__, "informationUri": INFO_URI,
                             "rules": [_rule(r) for r in rules.values()]}},
-        "originalUriBaseIds": {"%SRCROOT%": {"uri": "file://" + root.rstrip("/") + "/"}},
+        "originalUriBaseIds": {"%SRCROOT%": {"uri": _file_uri(root, directory=True)}},
         "results": results,
         "invocations": [{"executionSuccessful": not result.errors,
                          "toolExecutionNotifications": notifications}],
@@ -106,4 +124,4 @@ def document(result: CheckResult, rules: Dict[str, Any], targets: List[Dict[str,
 
 
 def render(result: CheckResult, *, rules, targets, color=False, statistics=False) -> str:
-    return json.dumps(document(result, rules, targets), indent=2) + "\n"
+    return defuse_json(json.dumps(document(result, rules, targets), indent=2)) + "\n"

@@ -6,6 +6,7 @@ from collections import Counter
 from typing import List
 
 from shapelint.finding import CheckResult, shape_text
+from shapelint.report.escape import clean, defuse_commands
 
 STATUS_MARK = {"confirmed": " [confirmed]", "not-seen": " [not seen]", "unpredicted": " [unpredicted]"}
 
@@ -17,26 +18,29 @@ def _c(text: str, code: str, color: bool) -> str:
 def render(result: CheckResult, *, rules, targets, color=False, statistics=False) -> str:
     lines: List[str] = []
     findings = result.all_findings()
+    # every field quoted from code or from a target is cleaned (see report/escape.py); the
+    # only escape sequences printed are the colours added here
     for f in findings:
-        loc = f"{f.path}:{f.line}:{f.column}:"
+        loc = f"{clean(f.path)}:{f.line}:{f.column}:"
         mark = STATUS_MARK.get(f.status, "")
-        lines.append(f"{_c(loc, '1', color)} {_c(f.rule, '31;1', color)} [{f.name}]{mark} {f.message}")
+        lines.append(f"{_c(loc, '1', color)} {_c(clean(f.rule), '31;1', color)} [{clean(f.name)}]{mark} "
+                     f"{clean(f.message)}")
         if f.source_line:
-            lines.append(f"    | {f.source_line}")
+            lines.append(f"    | {clean(f.source_line)}")
         if f.hint:
-            lines.append(f"    = help: {f.hint}")
+            lines.append(f"    = help: {clean(f.hint)}")
         for ev in f.evidence_events[:3]:
-            lines.append(f"    = seen: {ev.get('summary', ev.get('kind', ''))}")
+            lines.append(f"    = seen: {clean(ev.get('summary', ev.get('kind', '')))}")
     for e in result.errors:
-        lines.append(f"{_c(f'{e.path}:{e.line}:{e.column}:', '1', color)} "
-                     f"{_c('error', '31;1', color)} {e.message}")
+        lines.append(f"{_c(f'{clean(e.path)}:{e.line}:{e.column}:', '1', color)} "
+                     f"{_c('error', '31;1', color)} {clean(e.message)}")
     if statistics and findings:
         lines.append("")
         for (code, name), n in Counter((f.rule, f.name) for f in findings).most_common():
-            lines.append(f"{n:5d}  {code}  {name}")
+            lines.append(f"{n:5d}  {clean(code)}  {clean(name)}")
     for t in targets:
         lines.append("")
-        lines.extend(_target_lines(t))
+        lines.extend(clean(line) for line in _target_lines(t))
     n = len(findings)
     summary = f"Found {n} finding{'s' if n != 1 else ''} in {result.files_checked} file" \
               f"{'s' if result.files_checked != 1 else ''}"
@@ -44,7 +48,7 @@ def render(result: CheckResult, *, rules, targets, color=False, statistics=False
         summary += f"; {len(result.errors)} file error{'s' if len(result.errors) != 1 else ''}"
     lines.append(summary + "." if n or result.errors else
                  f"All checks passed ({result.files_checked} files).")
-    return "\n".join(lines) + "\n"
+    return defuse_commands("\n".join(lines)) + "\n"
 
 
 def _target_lines(t) -> List[str]:
