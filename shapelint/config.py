@@ -11,7 +11,7 @@ import difflib
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -91,7 +91,9 @@ def _closest(word: str, choices: Sequence[str]) -> str:
 
 
 def find_config(start: str) -> Optional[str]:
-    """Nearest shapelint.toml, or pyproject.toml that has a [tool.shapelint] table."""
+    """Nearest shapelint.toml, or pyproject.toml that has a [tool.shapelint] table. A
+    pyproject.toml that cannot be read as TOML is an error, not skipped: it may hold the
+    ``[tool.shapelint]`` table whose ``ignore`` the user expects."""
     d = os.path.abspath(start if os.path.isdir(start) else os.path.dirname(start) or ".")
     while True:
         for name in CONFIG_FILES:
@@ -99,26 +101,38 @@ def find_config(start: str) -> Optional[str]:
             if os.path.isfile(p):
                 if name != "pyproject.toml":
                     return p
-                try:
-                    with open(p, "rb") as fh:
-                        if "shapelint" in tomllib.load(fh).get("tool", {}):
-                            return p
-                except (OSError, tomllib.TOMLDecodeError):
-                    continue
+                if "shapelint" in _read_toml(p).get("tool", {}):
+                    return p
         parent = os.path.dirname(d)
         if parent == d:
             return None
         d = parent
 
 
-def load_table(path: str) -> Dict[str, Any]:
+def _read_toml(path: str) -> Dict[str, Any]:
+    """The TOML document at ``path``; every way of failing is a ConfigError naming the file."""
     try:
         with open(path, "rb") as fh:
-            data = tomllib.load(fh)
+            raw = fh.read()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line_no = raw[: exc.start].count(b"\n") + 1
+        line = raw.split(b"\n")[line_no - 1].decode("utf-8", "replace")
+        key = line.split("=", 1)[0].strip() if "=" in line else ""
+        where = f" in the value of `{key}`" if key and "=" in line else ""
+        raise ConfigError(f"{path}: invalid TOML: not UTF-8 (byte 0x{raw[exc.start]:02x} at line "
+                          f"{line_no}{where})") from exc
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
+
+
+def load_table(path: str) -> Dict[str, Any]:
+    data = _read_toml(path)
     if os.path.basename(path) == "pyproject.toml":
         data = data.get("tool", {}).get("shapelint", {})
         if not isinstance(data, dict):
@@ -126,7 +140,9 @@ def load_table(path: str) -> Dict[str, Any]:
     return data
 
 
-def validate(data: Dict[str, Any], path: str, known_codes: Sequence[str]) -> Settings:
+def validate(data: Dict[str, Any], path: str, known_codes: Optional[Sequence[str]] = None) -> Settings:
+    """Check every key's name and type. Rule codes are checked by :func:`check_setting_codes`
+    once the rules of ``rule-paths`` are loaded (``known_codes`` checks them here at once)."""
     settings = Settings(config_path=path, base_dir=os.path.dirname(os.path.abspath(path)))
     where = "[tool.shapelint]" if path.endswith("pyproject.toml") else ""
     for key, value in data.items():
@@ -139,28 +155,56 @@ def validate(data: Dict[str, Any], path: str, known_codes: Sequence[str]) -> Set
         if typ is list and elem is not None and not all(isinstance(v, elem) for v in value):
             raise ConfigError(f"{path}: every item of `{key}` must be a {elem.__name__}")
         if key == "per-file-ignores":
-            value = {str(k): tuple(v) for k, v in value.items()}
-            for codes in value.values():
-                check_codes(codes, known_codes, f"{path}: per-file-ignores")
+            value = validate_per_file_ignores(value, path)
         elif key == "dynamic-dims":
             value = validate_dynamic_dims(value, path)
         elif key == "targets":
             value = [validate_target(t, path, i) for i, t in enumerate(value)]
+        elif key == "output-format":
+            from shapelint.report import FORMATS
+
+            if value not in FORMATS:
+                raise ConfigError(f"{path}: `output-format` must be one of {', '.join(FORMATS)}, "
+                                  f"got `{value}`{_closest(value, FORMATS)}")
         elif typ is list:
             value = tuple(value)
-        if key in ("select", "ignore", "extend-select"):
-            check_codes(value, known_codes, f"{path}: `{key}`")
         setattr(settings, attr, value)
+    if known_codes is not None:
+        check_setting_codes(settings, known_codes)
     return settings
 
 
+def validate_per_file_ignores(value: Dict[str, Any], path: str) -> Dict[str, Tuple[str, ...]]:
+    """``{glob: [codes]}``; a bare string (``"SL101"``) is an error, not a list of letters."""
+    out: Dict[str, Tuple[str, ...]] = {}
+    for glob, codes in value.items():
+        if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
+            shown = f'["{codes}"]' if isinstance(codes, str) else "a list of rule codes"
+            raise ConfigError(f"{path}: `per-file-ignores` value for `{glob}` must be a list of "
+                              f"rule codes (such as {shown}), got {type(codes).__name__}")
+        out[str(glob)] = tuple(codes)
+    return out
+
+
+def check_setting_codes(settings: Settings, known: Sequence[str]) -> None:
+    """Every rule code the config names must be a known code or prefix (built-in or from
+    ``rule-paths``): a typo must never silently disable a check."""
+    path = settings.config_path or "config"
+    for key, attr in (("select", "select"), ("ignore", "ignore"), ("extend-select", "extend_select")):
+        check_codes(getattr(settings, attr), known, f"{path}: `{key}`")
+    for glob, codes in settings.per_file_ignores.items():
+        check_codes(codes, known, f"{path}: `per-file-ignores` for `{glob}`")
+
+
 def validate_dynamic_dims(value: Dict[str, Any], path: str) -> Dict[str, Tuple[int, ...]]:
-    """``{argument name: [dims that vary]}``; a dim is an int (negative counts from the end)."""
+    """``{argument name: [dims that vary]}``; a dim is an int (negative counts from the end);
+    the name ``*`` stands for every tensor argument of a compiled entry."""
     out: Dict[str, Tuple[int, ...]] = {}
     for name, dims in value.items():
         label = f"{path}: `dynamic-dims.{name}`"
-        if not str(name).isidentifier():
-            raise ConfigError(f"{label}: the key must be an argument name")
+        if not (str(name).isidentifier() or name == "*"):
+            raise ConfigError(f"{label}: the key must be an argument name (or \"*\": every "
+                              f"tensor argument of a compiled entry)")
         if not isinstance(dims, list) or not all(isinstance(d, int) and not isinstance(d, bool)
                                                  for d in dims):
             raise ConfigError(f"{label} must be a list of dim numbers, such as [0, 1]")
@@ -192,8 +236,10 @@ def check_codes(codes: Sequence[str], known: Sequence[str], label: str) -> None:
             raise ConfigError(f"{label}: unknown rule code `{code}`{_closest(code, list(known))}")
 
 
-def load_settings(start: str, known_codes: Sequence[str],
+def load_settings(start: str, known_codes: Optional[Sequence[str]] = None,
                   explicit: Optional[str] = None) -> Settings:
+    """The nearest config (or ``explicit``), validated; its rule codes are checked against
+    ``known_codes`` when given (else call :func:`check_setting_codes` after loading rules)."""
     path = explicit or find_config(start)
     if path is None:
         return Settings()
@@ -225,3 +271,23 @@ def resolve_codes(known: Sequence[str], defaults: Sequence[str], select: Sequenc
         if sel >= 0 and sel > ign:
             chosen.append(code)
     return chosen
+
+
+def enabled_codes(rules: Mapping[str, Any], select: Sequence[str] = (),
+                  extend_select: Sequence[str] = (), ignore: Sequence[str] = (),
+                  preview: bool = False) -> List[str]:
+    """The one place that decides which rules run.
+
+    A rule is on by default unless it sets ``default_enabled = False`` or is a ``preview``
+    rule; ``preview`` (``--preview``, ``preview = true``) turns every preview rule on. Then
+    :func:`resolve_codes` applies select, extend-select and ignore, except that without
+    ``preview`` a preview rule is turned on only by naming its exact code in select or
+    extend-select (``ALL`` or a prefix such as ``SL1`` does not pick it up)."""
+    known = list(rules)
+    defaults = [c for c, r in rules.items()
+                if getattr(r, "default_enabled", True) and (preview or not getattr(r, "preview", False))]
+    chosen = resolve_codes(known, defaults, select, extend_select, ignore)
+    if preview:
+        return chosen
+    named = set(select) | set(extend_select)
+    return [c for c in chosen if not getattr(rules[c], "preview", False) or c in named]
