@@ -8,6 +8,7 @@ import importlib.util
 import inspect
 import os
 import pkgutil
+import re
 import sys
 from typing import Dict, Iterable, List, Type
 
@@ -16,6 +17,27 @@ from shapelint.api import Rule
 
 class RuleLoadError(Exception):
     pass
+
+
+#: a rule code: letters then digits (``SL101``, ``SL950``, ``CU001``), as ``# noqa`` reads it
+CODE = re.compile(r"[A-Z]{1,8}[0-9]{1,6}")
+
+
+def rule_status(rule: Type[Rule]) -> str:
+    """``stable``, ``preview``, ``off by default`` or ``runtime-only``: how a rule is turned on
+    (see :func:`shapelint.config.enabled_codes`)."""
+    if rule.runtime_only:
+        return "runtime-only"
+    if rule.preview:
+        return "preview"
+    if not rule.default_enabled:
+        return "off by default"
+    return "stable"
+
+
+def on_by_default(rule: Type[Rule]) -> bool:
+    """Whether the rule runs without being selected (SARIF's ``defaultConfiguration.enabled``)."""
+    return bool(rule.default_enabled and not rule.preview)
 
 
 def _rules_in(module: object) -> List[Type[Rule]]:
@@ -80,7 +102,11 @@ def load_rule_paths(paths: Iterable[str], base_dir: str = ".") -> List[Type[Rule
                 spec.loader.exec_module(mod)
             except Exception as exc:  # a user's rule file is arbitrary code
                 raise RuleLoadError(f"rule-paths: {f} failed to import: {exc!r}") from exc
-            found.extend(_rules_in(mod))
+            for rule in _rules_in(mod):
+                if not CODE.fullmatch(rule.code):
+                    raise RuleLoadError(f"rule-paths: {f}: {rule.__name__}.code `{rule.code}` must be "
+                                        f"capital letters then digits, such as SL950 or CU001")
+                found.append(rule)
     return found
 
 
@@ -91,4 +117,7 @@ def all_rules(rule_paths: Iterable[str] = (), base_dir: str = ".") -> Dict[str, 
             raise RuleLoadError(f"rule code {r.code} is defined twice "
                                 f"({rules[r.code].__module__} and {r.__module__})")
         rules[r.code] = r
+    from shapelint.static import suppress
+
+    suppress.know_codes(rules)  # so that `# noqa: CU001` is read for a user rule's code
     return dict(sorted(rules.items()))

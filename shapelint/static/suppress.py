@@ -12,12 +12,36 @@ NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z0-9]+(?:[\s,]+[A-Za-z0-9]+)*
 IGNORE = re.compile(r"#\s*shapelint:\s*ignore(?:\[(?P<codes>[^\]]*)\])?")
 #: a comment that can suppress or name a shapelint code, as a superset of what NOQA, IGNORE
 #: and FILE_NOQA read: a blanket ``# noqa`` (no code list right after it, ``# noqa : E501``
-#: included), a ``# noqa:`` list with a code that an SL code starts with (``S``, ``SL``,
-#: ``SL1``, ``SL101``), a ``shapelint:`` directive. Files with none (only ``# noqa: E501`` and
+#: included), a ``# noqa:`` list with a code that a known code starts with (``S``, ``SL``,
+#: ``SL1``, ``SL101``; a user rule's ``CU001`` once its rules are loaded, see
+#: :func:`know_codes`), a ``shapelint:`` directive. Files with none (only ``# noqa: E501`` and
 #: the like, common in large trees) skip the tokenizer, which finds the real comments.
-MAY_MATTER = re.compile(r"#\s*noqa(?!:[^\S\n]*[A-Za-z0-9])"
-                        r"|#\s*noqa:[^\n]*(?<![A-Za-z0-9])s(?:l\d*)?(?![A-Za-z0-9])"
-                        r"|#\s*shapelint:", re.I)
+_PREFIXES = {"SL"}
+
+
+def _may_matter(prefixes) -> "re.Pattern[str]":
+    def nested(p: str) -> str:  # S, SL, SL1, SL101 for SL: each letter optional after the first
+        return re.escape(p[0]) + (f"(?:{nested(p[1:])})?" if len(p) > 1 else r"\w*")
+
+    alternatives = "|".join(nested(p.lower()) for p in sorted(prefixes))
+    return re.compile(r"#\s*noqa(?!:[^\S\n]*[A-Za-z0-9])"
+                      rf"|#\s*noqa:[^\n]*(?<![A-Za-z0-9])(?:{alternatives})(?![A-Za-z0-9])"
+                      r"|#\s*shapelint:", re.I)
+
+
+MAY_MATTER = _may_matter(_PREFIXES)
+
+
+def know_codes(codes) -> None:
+    """Make the pre-filter read ``# noqa`` lists naming these rule codes (a user's rule from
+    ``rule-paths`` may use any letters, ``CU001``)."""
+    global MAY_MATTER
+    new = {m.group(0) for m in (re.match(r"[A-Za-z]+", c) for c in codes) if m}
+    if not new <= _PREFIXES:
+        _PREFIXES.update(p.upper() for p in new)
+        MAY_MATTER = _may_matter(_PREFIXES)
+
+
 FILE_NOQA = re.compile(r"^\s*#\s*shapelint:\s*noqa\b(?::\s*(?P<codes>[A-Za-z0-9, ]+))?", re.M)
 
 
@@ -81,13 +105,13 @@ class Suppressions:
         return hit
 
     def unused(self, enabled: Set[str]) -> List[Tuple[Suppression, List[str]]]:
-        """Suppressions naming enabled shapelint codes that suppressed nothing."""
+        """Suppressions naming enabled rule codes (built-in or a user's) that suppressed nothing."""
         out = []
         for sups in self.by_line.values():
             for s in sups:
                 if s.codes is None:
                     continue
-                ours = [c for c in s.codes if c.startswith("SL") and c in enabled]
+                ours = [c for c in s.codes if c in enabled]
                 idle = [c for c in ours if c not in s.used]
                 if idle:
                     out.append((s, idle))
