@@ -32,12 +32,17 @@ def apply(path: str, result: CheckResult) -> CheckResult:
                           for e in data["findings"]})
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"{path}: not a shapelint baseline ({exc})") from exc
-    kept = []
-    for f in result.findings:
-        k = key(f)
-        if budget[k] > 0:
-            budget[k] -= 1
-        else:
-            kept.append(f)
-    result.findings = kept
+    def new(findings):
+        kept = []
+        for f in findings:
+            k = key(f)
+            if budget[k] > 0:
+                budget[k] -= 1
+            else:
+                kept.append(f)
+        return kept
+
+    # unused suppressions (SL001) are recorded like any finding, so they are accepted too
+    result.findings = new(result.findings)
+    result.unused_suppressions = new(result.unused_suppressions)
     return result

@@ -85,6 +85,8 @@ class Finding:
             "evidence": list(self.evidence),
             "hint": self.hint,
         }
+        if self.source_line:  # the line as read: reports re-rendered from JSON quote it too
+            data["source_line"] = self.source_line
         if self.registry_ids:
             data["registry_ids"] = list(self.registry_ids)
         if self.status != PREDICTED or self.evidence_events:
