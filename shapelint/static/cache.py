@@ -46,7 +46,8 @@ class RunCache:
         except OSError:
             return None
         entry = self.index().get(path)
-        if entry and entry[0] == st.st_size and entry[1] == st.st_mtime_ns:
+        if isinstance(entry, list) and len(entry) == 3 and entry[0] == st.st_size \
+                and entry[1] == st.st_mtime_ns and isinstance(entry[2], str):
             return entry[2]
         try:
             with open(path, "rb") as fh:
@@ -73,10 +74,19 @@ class RunCache:
         return os.path.join(self.dir, f"check-{key}.json")
 
     def load(self, key: str) -> Optional[CheckResult]:
+        """The stored result, or None (a miss) when there is none, when a file it depends on
+        changed, or when the entry is not what :meth:`store` writes (truncated, another shape:
+        ``null``, a list): a bad entry costs a re-check, never the run."""
         try:
             with open(self._result_path(key), encoding="utf-8") as fh:
                 data = json.load(fh)
-            for path, digest in data.get("context", {}).items():  # files read for resolution
+            if not isinstance(data, dict):
+                return None
+            # every file the run parsed beyond the ones checked (helpers, importers)
+            depends = data.get("context", {})
+            if not isinstance(depends, dict):
+                return None
+            for path, digest in depends.items():
                 if self.digest(path) != digest:
                     return None
             return CheckResult(
@@ -84,17 +94,22 @@ class RunCache:
                 errors=[FileError(**e) for e in data["errors"]],
                 unused_suppressions=[Finding.from_json(f) for f in data["unused"]],
                 files_checked=int(data.get("files_checked", 0)))
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
 
     def store(self, key: str, result: CheckResult, context: Iterable[str] = ()) -> None:
+        """Store ``result``; ``context`` names every file beside the checked ones whose change
+        must invalidate it (the files the engine parsed: see :func:`dependencies`)."""
         data = {"version": __version__, "files_checked": result.files_checked,
-                "findings": [dict(f.to_json(), source_line=f.source_line) for f in result.findings],
+                "findings": [f.to_json() for f in result.findings],
                 "errors": [e.to_json() for e in result.errors],
-                "unused": [dict(f.to_json(), source_line=f.source_line) for f in result.unused_suppressions],
-                "context": {p: self.digest(p) for p in context}}
+                "unused": [f.to_json() for f in result.unused_suppressions],
+                "context": {p: self.digest(p) for p in sorted(set(context))}}
         self._write(self._result_path(key), data)
         self.flush()
+        from shapelint.report import sweep_stale_tmp
+
+        sweep_stale_tmp(self.dir)  # what a run killed while writing left behind
 
     def flush(self) -> None:
         if self._dirty and self._index is not None:
@@ -116,6 +131,17 @@ class RunCache:
             pass  # a read-only tree still gets its findings
 
 
+def dependencies(engine) -> List[str]:
+    """Every file a finished check of ``engine`` read beyond the checked ones: the importers it
+    looked at (``context_paths``) and every module it parsed, here or in a forked process (the
+    helpers a compiled region calls). Editing any of them must invalidate the cached result."""
+    parsed = set(getattr(engine, "context_paths", ()) or ())
+    project = getattr(engine, "project", None)
+    parsed.update(getattr(project, "by_path", {}) or {})
+    parsed.update(getattr(engine, "_parsed_elsewhere", ()) or ())
+    return sorted(os.path.abspath(p) for p in parsed)
+
+
 def cached_check(paths: Sequence[str], settings: Settings, enabled: Sequence[str],
                  exclude: Tuple[str, ...], run) -> CheckResult:
     """Return the cached result for these files, or ``run()`` and store what it returns."""
@@ -128,6 +154,6 @@ def cached_check(paths: Sequence[str], settings: Settings, enabled: Sequence[str
     if hit is not None:
         hit.errors = discover_errors + [e for e in hit.errors if e not in discover_errors]
         return hit
-    result, context = run()
-    cache.store(key, result, context)
+    result, depends = run()  # run() returns the result and its dependencies
+    cache.store(key, result, depends)
     return result

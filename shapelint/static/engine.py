@@ -99,8 +99,10 @@ class Engine(api.ReportSink):
         from shapelint.static.cache import cached_check
 
         def run():
+            from shapelint.static.cache import dependencies
+
             result = self._check(paths, root)
-            return result, self.context_paths
+            return result, dependencies(self)  # every file parsed: editing one is a miss
 
         return cached_check(paths, self.settings, sorted(self.enabled), self._exclude(), run)
 
