@@ -5,6 +5,10 @@ compiled entries (whole files together, so a file's helpers are mostly parsed on
 comes back over a pipe: findings with their positions and messages already worked out, call
 graph edges, the paths parsed and the functions libcst could not parse. A share whose process
 fails is walked again by the parent, so a crash costs time, never findings.
+
+A child never outlives its parent: on Linux the kernel sends it SIGKILL when the parent dies
+(``prctl(PR_SET_PDEATHSIG)``); elsewhere a watchdog thread in the child checks the parent's
+pid every half second. Either way a ``kill -9`` of the command leaves no process behind.
 """
 
 from __future__ import annotations
@@ -60,7 +64,7 @@ class Share:
         ctx = multiprocessing.get_context("fork")
         self.index = index
         self._recv, send = ctx.Pipe(duplex=False)
-        self._proc = ctx.Process(target=_child, args=(walk, index, send), daemon=True)
+        self._proc = ctx.Process(target=_child, args=(walk, index, send, os.getpid()), daemon=True)
         self._proc.start()
         send.close()
 
@@ -78,7 +82,44 @@ class Share:
         return payload
 
 
-def _child(walk, index: int, send) -> None:
+def die_with_parent(parent: int) -> None:
+    """Make this (forked) process end when ``parent`` does, however the parent ends."""
+    import signal
+    import sys
+
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            PR_SET_PDEATHSIG = 1
+            if libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0:
+                if os.getppid() != parent:  # the parent died before prctl took effect
+                    os._exit(1)
+                return
+        except (OSError, AttributeError):
+            pass
+    _watch_parent(parent)
+
+
+def _watch_parent(parent: int, interval: float = 0.5) -> None:
+    """The portable fallback: a daemon thread that ends the process once it is orphaned."""
+    import threading
+    import time
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(interval)
+        os._exit(1)
+
+    if os.getppid() != parent:
+        os._exit(1)
+    threading.Thread(target=watch, name="shapelint-parent-watch", daemon=True).start()
+
+
+def _child(walk, index: int, send, parent: Optional[int] = None) -> None:
+    if parent is not None:
+        die_with_parent(parent)
     try:
         payload = walk(index)
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which walks it again
