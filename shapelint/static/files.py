@@ -91,8 +91,8 @@ def discover(paths: Iterable[str], exclude: Sequence[str] = (),
     errors: List[FileError] = []
     seen_dirs: set = set()
     for root in paths:
-        if os.path.isfile(root):
-            found.append(os.path.abspath(root))
+        if os.path.isfile(root) or (os.path.exists(root) and not os.path.isdir(root)):
+            found.append(os.path.abspath(root))  # a FIFO too: read_source says what it is
             continue
         if not os.path.exists(root):
             errors.append(FileError(relpath(root), 1, 1, "no such file or directory"))
@@ -125,9 +125,16 @@ def read_source(abspath: str) -> Union[SourceFile, FileError]:
     """Read and decode a file as Python would (PEP 263 cookie, UTF-8 default)."""
     import hashlib
 
+    import stat
+
     shown = relpath(abspath)
     try:
-        size = os.path.getsize(abspath)
+        st = os.stat(abspath)
+        if not stat.S_ISREG(st.st_mode):  # a FIFO named x.py would block the read forever
+            kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a folder" if stat.S_ISDIR(st.st_mode) \
+                else "a device or socket"
+            return FileError(shown, 1, 1, f"not a regular file ({kind}); skipped")
+        size = st.st_size
         if size > MAX_FILE_BYTES:
             return FileError(shown, 1, 1, f"file too large to analyse ({size / 1e6:.1f} MB > "
                                           f"{MAX_FILE_BYTES / 1e6:.0f} MB); skipped")
