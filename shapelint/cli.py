@@ -13,11 +13,15 @@ import traceback
 from typing import Dict, List, Optional, Sequence
 
 from shapelint import __version__
-from shapelint.config import ConfigError, Settings, load_settings, resolve_codes, check_codes
+from shapelint.config import (ConfigError, Settings, check_codes, check_setting_codes,
+                              enabled_codes, load_settings)
 from shapelint.finding import CheckResult
-from shapelint.report import FORMATS, render, write_atomic
+from shapelint.report import FORMATS, OutputError, check_writable, render, write_atomic
 
-COMMANDS = ("check", "run", "rule", "report")
+COMMANDS = ("check", "run", "rule", "report", "test-rules")
+#: the exit status of a command whose reader went away (``| head``), as a shell reports a
+#: process that SIGPIPE ended
+BROKEN_PIPE = 141
 
 
 def _codes(text: Optional[str]) -> List[str]:
@@ -30,6 +34,8 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--select", help="rule codes or prefixes to enable (comma separated, or ALL)")
     p.add_argument("--extend-select", help="codes to enable in addition to the selection")
     p.add_argument("--ignore", help="codes or prefixes to disable")
+    p.add_argument("--preview", action="store_true", default=None,
+                   help="turn on the preview rules (measured precision under 0.9)")
     p.add_argument("--per-file-ignores", action="append", default=[], metavar="GLOB:CODES",
                    help="e.g. 'tests/*:SL1' (repeatable)")
     p.add_argument("--exclude", action="append", default=[], help="glob of paths to skip")
@@ -43,7 +49,8 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--statistics", action="store_true", help="count findings per rule")
     p.add_argument("--diff", metavar="REF", help="only findings on lines changed since git REF")
     p.add_argument("--baseline", help="report only findings not in this baseline file")
-    p.add_argument("--write-baseline", metavar="FILE", help="write today's findings as a baseline")
+    p.add_argument("--write-baseline", metavar="FILE",
+                   help="record today's findings in FILE (and report nothing else)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -82,11 +89,17 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--format", "--output-format", dest="format", choices=FORMATS, default="text")
     report.add_argument("-o", "--output")
     report.add_argument("--exit-zero", action="store_true")
+    report.add_argument("--statistics", action="store_true", help="count findings per rule")
+    report.add_argument("--config", help="the config whose rule-paths name the rules (default: search)")
 
     rule = sub.add_parser("rule", help="print a rule's documentation")
     rule.add_argument("code", nargs="?")
     rule.add_argument("--all", action="store_true", help="list every rule")
     rule.add_argument("--format", choices=("text", "json"), default="text")
+    rule.add_argument("--config", help="the config whose rule-paths name your rules (default: search)")
+
+    test_rules = sub.add_parser("test-rules", help="run the VALID/INVALID examples of your rules")
+    test_rules.add_argument("paths", nargs="+", metavar="PATH", help="a folder or file of rules")
     return parser
 
 
@@ -104,20 +117,41 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return cmd_rule(args)
         if args.command == "report":
             return cmd_report(args)
+        if args.command == "test-rules":
+            return cmd_test_rules(args)
         if args.command == "run":
             from shapelint.harness.command import cmd_run
 
             return cmd_run(args)
         return cmd_check(args)
-    except ConfigError as exc:
-        print(f"shapelint: error: {exc}", file=sys.stderr)
+    except (ConfigError, OutputError) as exc:
+        _say(f"shapelint: error: {exc}")
         return 2
+    except BrokenPipeError:  # the reader went away (`| head`): nothing more to say
+        _silence_stdout()
+        return BROKEN_PIPE
     except KeyboardInterrupt:
         return 130
     except Exception:  # an internal error: say so, exit 2, never pretend success
-        print("shapelint: internal error, please report it:\n" + traceback.format_exc(),
-              file=sys.stderr)
+        _say("shapelint: internal error, please report it:\n" + traceback.format_exc())
         return 2
+
+
+def _say(text: str) -> None:
+    try:
+        print(text, file=sys.stderr)
+    except (OSError, ValueError):  # stderr closed too
+        pass
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the flush at exit does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def load_rules(settings: Settings):
@@ -131,15 +165,15 @@ def load_rules(settings: Settings):
 
 def resolve_settings(args: argparse.Namespace, paths: Sequence[str]):
     """Config file + CLI flags -> (settings, rule classes, enabled codes)."""
-    from shapelint.registry import builtin_rules
-
-    builtin_codes = [r.code for r in builtin_rules()]
     first = paths[0] if paths else "."
-    # user rules are known only after the config is read; validate codes after loading them
-    settings = load_settings(first, builtin_codes + ["SLX"], args.config)
+    for target in (getattr(args, "output", None), getattr(args, "write_baseline", None)):
+        if target:
+            check_writable(target)  # before a long check, not after it
+    settings = load_settings(first, None, args.config)
+    # user rules are known only once rule-paths are loaded: check the codes after that
     rules = load_rules(settings)
     known = list(rules)
-    check_codes(settings.select + settings.ignore + settings.extend_select, known, "config")
+    check_setting_codes(settings, known)
     cli_select, cli_ignore, cli_extend = _codes(args.select), _codes(args.ignore), _codes(args.extend_select)
     check_codes(cli_select + cli_ignore + cli_extend, known, "command line")
     for spec in args.per_file_ignores:
@@ -149,10 +183,11 @@ def resolve_settings(args: argparse.Namespace, paths: Sequence[str]):
         check_codes(_codes(codes), known, "--per-file-ignores")
         settings.per_file_ignores[glob] = tuple(_codes(codes))
     settings.exclude = tuple(settings.exclude) + tuple(args.exclude)
-    select = cli_select or list(settings.select)
-    defaults = [c for c, r in rules.items() if r.default_enabled]
-    enabled = resolve_codes(known, defaults, select, list(settings.extend_select) + cli_extend,
-                            list(settings.ignore) + cli_ignore)
+    if getattr(args, "preview", None):
+        settings.preview = True
+    enabled = enabled_codes(rules, cli_select or list(settings.select),
+                            list(settings.extend_select) + cli_extend,
+                            list(settings.ignore) + cli_ignore, preview=settings.preview)
     return settings, rules, enabled
 
 
@@ -179,7 +214,10 @@ def run_static(paths: Sequence[str], settings: Settings, rules, enabled, use_cac
                         kept_until_exit=_KEEP_UNTIL_EXIT is not None)
         if _KEEP_UNTIL_EXIT is not None:
             _KEEP_UNTIL_EXIT.append(engine)
-        return engine.check(paths, root=root, use_cache=False), engine.context_paths
+        result = engine.check(paths, root=root, use_cache=False)
+        from shapelint.static.cache import dependencies
+
+        return result, dependencies(engine)
 
     if not use_cache:
         return run()[0]
@@ -195,15 +233,27 @@ def cmd_check(args: argparse.Namespace) -> int:
     result = run_static(paths, settings, rules, enabled, use_cache=not args.no_cache,
                         jobs=args.jobs)
     result = apply_filters(args, result)
+    if args.write_baseline:
+        # the findings were accepted, not reported: say where they went. Files that could not
+        # be analysed are in no baseline: they are shown, and fail the command
+        if result.errors:
+            sys.stdout.write(render("text", CheckResult(errors=result.errors,
+                                                        files_checked=result.files_checked),
+                                    rules=rules))
+        return 0 if args.exit_zero or not result.errors else 1
     return emit(args, settings, result, rules, targets=[])
 
 
 def apply_filters(args: argparse.Namespace, result: CheckResult) -> CheckResult:
-    """--diff and --baseline narrow what is reported; --write-baseline records it."""
+    """--diff and --baseline narrow what is reported; --write-baseline records it (every
+    finding, SL001 included: a baseline accepts everything it records)."""
     from shapelint import baseline as bl
 
     if getattr(args, "write_baseline", None):
-        bl.write(args.write_baseline, result.all_findings())
+        findings = result.all_findings()
+        bl.write(args.write_baseline, findings)
+        _say(f"shapelint: wrote {len(findings)} finding{'s' if len(findings) != 1 else ''} "
+             f"to the baseline {args.write_baseline}")
     if getattr(args, "baseline", None):
         result = bl.apply(args.baseline, result)
     if getattr(args, "diff", None):
@@ -230,12 +280,16 @@ def emit(args: argparse.Namespace, settings: Settings, result: CheckResult, rule
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Render a saved JSON report (from check or run) in another format: CI runs the harness
-    once and writes SARIF, annotations and the step summary from the same result."""
+    once and writes SARIF, annotations and the step summary from the same result, exactly
+    what the live run would have printed in that format."""
     import json
 
     from shapelint.finding import FileError, Finding
-    from shapelint.registry import all_rules
 
+    if args.output:
+        check_writable(args.output)
+    settings = load_settings(".", None, args.config)
+    rules = load_rules(settings)  # the user's rules too: their codes and documentation
     try:
         with open(args.json_file, encoding="utf-8") as fh:
             doc = json.load(fh)
@@ -245,24 +299,27 @@ def cmd_report(args: argparse.Namespace) -> int:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"{args.json_file}: not a shapelint JSON report ({exc})") from exc
     targets = doc.get("targets", [])
-    args.statistics = False
-    return emit(args, Settings(), result, all_rules(), targets=targets,
-                fail_on_findings=not targets)
+    return emit(args, Settings(), result, rules, targets=targets, fail_on_findings=not targets)
 
 
 def cmd_rule(args: argparse.Namespace) -> int:
     import json
 
-    from shapelint.registry import all_rules
+    from shapelint.registry import rule_status
 
-    rules = all_rules()
+    rules = load_rules(load_settings(".", None, args.config))  # built-in and rule-paths
+
+    def precision(r) -> str:
+        return "-" if r.measured_precision is None else f"{r.measured_precision:.2f}"
+
     if args.all or not args.code:
         if args.format == "json":
-            print(json.dumps([r.describe() for r in rules.values()], indent=2))
+            print(json.dumps([dict(r.describe(), status=rule_status(r)) for r in rules.values()],
+                             indent=2))
         else:
+            print(f"{'code':<6} {'name':<30} {'status':<15} {'precision':<9}  summary")
             for code, r in rules.items():
-                off = "" if r.default_enabled else "  (off by default)"
-                print(f"{code}  {r.name:<30} {r.summary}{off}")
+                print(f"{code:<6} {r.name:<30} {rule_status(r):<15} {precision(r):<9}  {r.summary}")
         return 0
     code = args.code.upper()
     if code not in rules:
@@ -273,15 +330,51 @@ def cmd_rule(args: argparse.Namespace) -> int:
         return 2
     r = rules[code]
     if args.format == "json":
-        print(json.dumps(dict(r.describe(), documentation=r.documentation()), indent=2))
+        print(json.dumps(dict(r.describe(), status=rule_status(r), documentation=r.documentation()),
+                         indent=2))
         return 0
+    status = rule_status(r)
+    how = {"preview": " (turn it on with --preview, `preview = true` or by selecting its code)",
+           "off by default": " (turn it on by selecting its code)",
+           "runtime-only": " (reported by `shapelint run` only)"}.get(status, "")
     print(f"# {r.name} ({r.code})\n")
     print(f"{r.summary}. Severity: {r.severity}. Confirmed at run time by: "
           f"{', '.join(r.evidence) or 'n/a'}"
-          + (f" (graph-break registry {', '.join(r.registry_ids)})" if r.registry_ids else "")
-          + ("" if r.default_enabled else ". Off by default.") + "\n")
+          + (f" (graph-break registry {', '.join(r.registry_ids)})" if r.registry_ids else "") + ".")
+    print(f"Status: {status}{how}. Measured precision: "
+          f"{precision(r) if r.measured_precision is not None else 'not measured'}.\n")
     print(r.documentation())
     return 0
+
+
+def cmd_test_rules(args: argparse.Namespace) -> int:
+    """Run the VALID and INVALID examples of the rules in each PATH (as ``fixit test`` does):
+    exit 0 when every example holds, 1 when one fails, 2 when the rules cannot be loaded."""
+    from shapelint.registry import RuleLoadError, load_rule_paths
+    from shapelint.testing import check_rule_example, rule_examples
+
+    try:
+        rules = load_rule_paths(args.paths, os.getcwd())
+    except RuleLoadError as exc:
+        raise ConfigError(str(exc)) from exc
+    if not rules:
+        raise ConfigError(f"no rules (classes deriving shapelint.api.Rule with a code) in "
+                          f"{', '.join(args.paths)}")
+    examples = rule_examples(rules)
+    failed = 0
+    for rule in rules:
+        if not rule.runtime_only and not (rule.VALID or rule.INVALID):
+            print(f"note: {rule.code} ({rule.__module__}) has no VALID or INVALID examples")
+    for example in examples:
+        problem = check_rule_example(example)
+        if problem:
+            failed += 1
+            print(f"FAIL {problem}")
+        else:
+            print(f"ok   {example.id}")
+    print(f"{len(examples) - failed} of {len(examples)} examples of {len(rules)} "
+          f"rule{'s' if len(rules) != 1 else ''} passed" + (f"; {failed} failed" if failed else ""))
+    return 1 if failed else 0
 
 
 #: Where the command keeps what a check built until it exits (see :func:`entry`); None when

@@ -162,3 +162,132 @@ def assert_no_recompiles(model: str, inputs: str, batch_sizes: Sequence[int] = t
                                              f"{len(result['per_shape'])} shapes, more than the "
                                              f"{max_compiles} allowed:"))
     return result
+
+
+# ---------------------------------------------------------------------------------------------
+# A rule's VALID and INVALID examples as tests (``shapelint test-rules PATH``, or pytest through
+# :func:`rule_example_tests`): the same check tests/test_rule_examples.py runs on the built-in
+# rules. An INVALID example marks each line the rule must report with ``# error: CODE``; a VALID
+# example must report nothing.
+# ---------------------------------------------------------------------------------------------
+
+import re  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+
+#: ``# error: SL950`` (several codes: ``# error: SL950, CU001``)
+EXAMPLE_MARK = re.compile(r"#\s*error:\s*(?P<codes>[A-Za-z]+\d+(?:\s*,\s*[A-Za-z]+\d+)*)")
+
+
+@dataclass
+class RuleExample:
+    rule: Any  # the Rule class
+    kind: str  # "VALID" or "INVALID"
+    index: int
+    source: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.rule.code}-{self.kind}-{self.index}"
+
+    def marked_lines(self) -> List[int]:
+        """Lines marked ``# error: CODE`` with this rule's code (1-based, as checked)."""
+        out = []
+        for n, line in enumerate(self.source.lstrip("\n").splitlines(), 1):
+            m = EXAMPLE_MARK.search(line)
+            if m and self.rule.code in re.split(r"\s*,\s*", m.group("codes").upper()):
+                out.append(n)
+        return out
+
+
+def rule_examples(rules: Iterable[Any]) -> List[RuleExample]:
+    """Every VALID and INVALID example of ``rules`` (runtime-only rules have none)."""
+    out = []
+    for rule in rules:
+        if rule.runtime_only:
+            continue
+        for kind in ("VALID", "INVALID"):
+            for i, src in enumerate(getattr(rule, kind) or ()):
+                out.append(RuleExample(rule, kind, i, src))
+    return out
+
+
+def check_rule_example(example: RuleExample) -> Optional[str]:
+    """None when the example holds; else what is wrong, in a sentence a rule author can act on.
+    The example is written to a temporary folder and checked with every rule enabled (as
+    ``--select ALL --preview``: SL001's examples need the codes they name); only its rule's
+    findings count."""
+    import tempfile
+
+    from shapelint.config import Settings
+    from shapelint.registry import builtin_rules
+    from shapelint.static import suppress
+    from shapelint.static.engine import Engine
+
+    code = example.rule.code
+    rules = {r.code: r for r in builtin_rules()}
+    rules[code] = example.rule
+    suppress.know_codes(rules)
+    src = example.source.lstrip("\n")
+    with tempfile.TemporaryDirectory(prefix="shapelint-example-") as d:
+        path = os.path.join(d, "example.py")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(src)
+        try:
+            result = Engine(rules, list(rules), Settings()).check([d], root=d, use_cache=False)
+        except Exception as exc:  # noqa: BLE001 - a user's rule is arbitrary code
+            return f"{example.id}: checking the example raised {exc!r}"
+    if result.errors:
+        return f"{example.id}: the example is not valid Python: " + \
+            "; ".join(f"line {e.line}: {e.message}" for e in result.errors)
+    got = sorted(f.line for f in result.all_findings() if f.rule == code)
+    if example.kind == "VALID":
+        if got:
+            return (f"{example.id}: {code} reported a VALID example at line(s) "
+                    f"{', '.join(map(str, got))}; a VALID example must report nothing")
+        return None
+    want = example.marked_lines()
+    if not want:
+        return (f"{example.id}: an INVALID example must mark each line {code} reports with "
+                f"`# error: {code}`")
+    if got != want:
+        missing = sorted(set(want) - set(got))
+        extra = sorted(set(got) - set(want))
+        parts = []
+        if missing:
+            parts.append(f"not reported at marked line(s) {', '.join(map(str, missing))}")
+        if extra:
+            parts.append(f"reported at unmarked line(s) {', '.join(map(str, extra))}")
+        return f"{example.id}: {code} {' and '.join(parts)}"
+    return None
+
+
+def rule_example_tests(path: str, base_dir: Optional[str] = None):
+    """A pytest test (parametrized, one case per example) over the examples of the rules in
+    ``path`` (a folder or a file, as in ``rule-paths``; relative to ``base_dir``, by default the
+    folder of the calling test file)::
+
+        # tests/test_my_rules.py
+        from shapelint.testing import rule_example_tests
+
+        test_my_rules = rule_example_tests("../my_rules")
+    """
+    import inspect
+
+    import pytest
+
+    from shapelint.registry import load_rule_paths
+
+    if base_dir is None:
+        base_dir = os.path.dirname(os.path.abspath(inspect.stack()[1].filename))
+    examples = rule_examples(load_rule_paths([path], base_dir))
+
+    @pytest.mark.parametrize("example", examples or [None],
+                             ids=[e.id for e in examples] or ["no-examples"])
+    def test_rule_example(example: Optional[RuleExample]) -> None:
+        if example is None:
+            pytest.fail(f"no rule with VALID or INVALID examples in {path}", pytrace=False)
+        problem = check_rule_example(example)
+        if problem:
+            pytest.fail(problem, pytrace=False)
+
+    return test_rule_example
