@@ -65,6 +65,8 @@ class Engine(api.ReportSink):
         self.analyzer: Optional[Analyzer] = None
         self._texts: Dict[str, files_mod.SourceFile] = {}
         self._parsed_elsewhere: Set[str] = set()  # files a forked process parsed
+        #: (rule code, path) -> (path, line, message) of a rule that raised
+        self._failed_rules: Dict[Tuple[str, str], Tuple[str, int, str]] = {}
 
     # -- ReportSink -----------------------------------------------------------------------------
     def report(self, rule: Rule, fn: FunctionContext, node: "cst.CSTNode", message: str,
@@ -88,7 +90,24 @@ class Engine(api.ReportSink):
 
     def _dispatch(self, hook: str, site: api.Site) -> None:
         for fn in self._hooks.get(hook, ()):
-            fn(site)
+            try:
+                fn(site)
+            except Exception as exc:  # noqa: BLE001 - a rule's bug must not end the run
+                self._rule_failed(fn.__self__, site, exc)
+
+    def _rule_failed(self, rule: Rule, site: api.Site, exc: BaseException) -> None:
+        """Report a rule that raised, once per rule and file; the other rules, and this rule
+        on the other files, go on."""
+        key = (rule.code, site.fn.path)
+        if key in self._failed_rules:
+            return
+        try:
+            line = site.fn.position(site.node, site.near)[0]
+        except Exception:  # noqa: BLE001 - the position of a failing site is a nicety
+            line = 1
+        self._failed_rules[key] = (site.fn.path, line, f"rule {rule.code} ({rule.name}) raised "
+                                   f"{type(exc).__name__}: {str(exc)[:200]}; its findings in "
+                                   f"this file are incomplete")
 
     # -- the run --------------------------------------------------------------------------------
     def check(self, paths: Sequence[str], root: Optional[str] = None,
@@ -233,8 +252,9 @@ class Engine(api.ReportSink):
             self.analyzer.analyze_entry(entry)  # type: ignore[union-attr]
 
     def _function_errors(self) -> List[Tuple[str, int, str]]:
-        return [(mod.path, line, msg) for mod in self.project.all_modules()
-                for line, msg in mod.function_errors]
+        out = [(mod.path, line, msg) for mod in self.project.all_modules()
+               for line, msg in mod.function_errors]
+        return out + [e for e in self._failed_rules.values() if e not in out]
 
     def _parse(self, src: files_mod.SourceFile, errors: List[FileError],
                tree=None) -> Optional[ModuleInfo]:
@@ -422,8 +442,11 @@ def _parse_failure(src: files_mod.SourceFile, exc: BaseException) -> FileError:
     Python, which deserves its own message."""
     import sys
 
-    if isinstance(exc, (RecursionError, MemoryError)):
-        return FileError(src.path, 1, 1, "file is too deeply nested to parse")
+    if isinstance(exc, (RecursionError, MemoryError)) or \
+            (isinstance(exc, SyntaxError) and "too many" in str(exc.msg) and "nested" in str(exc.msg)):
+        # never hand such a file to libcst below: its native parser overflows the C stack
+        return FileError(src.path, getattr(exc, "lineno", 1) or 1, 1,
+                         "file is too deeply nested to parse")
     if not isinstance(exc, SyntaxError):
         return FileError(src.path, 1, 1, f"cannot parse: {exc}")
     try:

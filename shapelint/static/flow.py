@@ -14,6 +14,7 @@ networkx call graph.
 
 from __future__ import annotations
 
+import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
@@ -41,6 +42,10 @@ _TENSOR = frozenset({Kind.TENSOR})
 
 class TooDeep(Exception):
     """An expression nests deeper than the walk follows."""
+
+
+class TooSlow(Exception):
+    """An entry's walk ran past ``max-walk-seconds``."""
 
 
 class FunctionContext:
@@ -127,12 +132,21 @@ class Analyzer:
         #: (function, kinds of its arguments) -> (result, the arguments it was walked with)
         self._memo: Dict[Tuple, Tuple[Value, Dict[str, Value]]] = {}
         self._stack: List[str] = []
+        self.deadline = float("inf")
 
     # -- entry points -------------------------------------------------------------------------
     def analyze_entry(self, fn: FunctionInfo) -> None:
         self.graph.add_node(fn.qualname, entry=True, path=fn.module.path)
         args = self.regions.entry_args(fn, FunctionContext(fn, fn.qualname))
-        self._analyze(fn, args, root=fn.qualname)
+        limit = self.project.limits.max_walk_seconds
+        self.deadline = time.monotonic() + limit
+        try:
+            self._analyze(fn, args, root=fn.qualname)
+        except TooSlow:
+            fn.module.function_errors.append((fn.tree.lineno, (
+                f"the walk from `{fn.symbol}` stopped after {limit:g} s "
+                f"(`max-walk-seconds`); findings from it are incomplete")))
+            self._stack.clear()
 
     # -- calls ----------------------------------------------------------------------------------
     def _analyze(self, fn: FunctionInfo, args: Dict[str, Value], root: str) -> Value:
@@ -152,6 +166,12 @@ class Analyzer:
         try:
             walker = Walker(self, FunctionContext(fn, root), args)
             result = walker.run()
+        except (TooDeep, RecursionError):
+            # reported as a file error; the function's callers and the other entries go on
+            error = (fn.tree.lineno, f"`{fn.symbol}` is too deeply nested to analyse")
+            if error not in fn.module.function_errors:
+                fn.module.function_errors.append(error)
+            result = UNKNOWN
         finally:
             self._stack.pop()
         self._memo[key] = (result, args)
@@ -301,6 +321,8 @@ class Walker:
 
     def stmt(self, s: cst.CSTNode) -> None:
         self.ctx.stmt = s
+        if time.monotonic() > self.a.deadline:
+            raise TooSlow()
         try:
             if isinstance(s, cst.SimpleStatementLine):
                 for small in s.body:
@@ -345,8 +367,6 @@ class Walker:
                 self.condition(s.subject, "match")
                 self.branches(*[(c.body, {}) for c in s.cases])
             # nested defs and classes are analysed when called through a name we cannot resolve
-        except TooDeep:
-            raise
         except RecursionError as exc:  # pragma: no cover - bounded by MAX_EXPRESSION_DEPTH
             raise TooDeep() from exc
 

@@ -11,6 +11,7 @@ own parsed lines instead (exact, and still a fraction of the file).
 from __future__ import annotations
 
 import ast
+import re
 from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
@@ -28,6 +29,18 @@ _PAIRS = {
 if hasattr(cst, "TryStar") and hasattr(ast, "TryStar"):
     _PAIRS[cst.TryStar] = (ast.TryStar,)
 
+
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
+def source_lines(text: str) -> List[str]:
+    """The lines of a source file as Python numbers them: ``str.splitlines`` also breaks at
+    form feeds and other separators, which would shift every line after them."""
+    lines = _NEWLINE.split(text)
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
 
 class _Mismatch(Exception):
     """The libcst and ast statements of a function do not pair up."""
@@ -200,7 +213,7 @@ class FunctionPositions:
         table, ref = self._table(stmt)
         lines = self._mini_code.get(id(stmt))
         if lines is None:
-            lines = self._mini_code[id(stmt)] = self._minis[id(stmt)].code.splitlines()
+            lines = self._mini_code[id(stmt)] = source_lines(self._minis[id(stmt)].code)
         return lines[number - 1] if 0 < number <= len(lines) else ""
 
     def _table(self, stmt: cst.CSTNode):

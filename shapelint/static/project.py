@@ -17,7 +17,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple, Union
 import libcst as cst
 
 from shapelint.static.files import SourceFile, module_name_for
-from shapelint.static.positions import FunctionPositions
+from shapelint.static.positions import FunctionPositions, source_lines
 
 #: A file may hold a compiled region (or a custom op's fake) only if it says one of these:
 #: a plain word, or a word whose regex must also match after a word boundary. Each regex
@@ -83,6 +83,18 @@ def parse_ast(text: str, path: str = "<unknown>") -> ast.Module:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return ast.parse(text, path)
+
+
+class Limits:
+    """What one function may cost the static pass (config: ``max-function-kib``,
+    ``max-walk-seconds``); a function past them is reported as a file error and skipped."""
+
+    def __init__(self, max_function_kib: int = 256, max_walk_seconds: float = 60.0) -> None:
+        self.max_function_bytes = max_function_kib * 1024
+        self.max_walk_seconds = max_walk_seconds
+
+
+DEFAULT_LIMITS = Limits()
 
 
 class AttrInfo:
@@ -232,7 +244,8 @@ class ModuleInfo:
         #: Project.add): a large tree repeats functions word for word ("Copied from ..." in
         #: transformers), and a tree holds no position, so one parse serves every copy
         self.parsed_texts: Dict[str, Union[str, Tuple[cst.Module, cst.CSTNode]]] = {}
-        self._lines = source.text.splitlines()
+        self.limits = DEFAULT_LIMITS  # set by Project.add
+        self._lines = source_lines(source.text)
         self._summarize(tree if tree is not None else parse_ast(source.text, source.path))
 
     # -- libcst, one function at a time ---------------------------------------------------------
@@ -243,6 +256,12 @@ class ModuleInfo:
         lines = self._lines[first - 1:last]
         indented = fn.tree.col_offset > 0
         text = ("if 1:\n" if indented else "") + "\n".join(lines) + "\n"
+        if len(text) > self.limits.max_function_bytes:
+            # libcst holds ~2.5 kB per byte of a long expression: 5 MB took 13 GB
+            self.function_errors.append((fn.tree.lineno, (
+                f"`{fn.symbol}` is too large to analyse ({len(text) // 1024} KiB; the limit is "
+                f"{self.limits.max_function_bytes // 1024} KiB, `max-function-kib`)")))
+            return None
         parsed = self.parsed_texts.get(text)
         if parsed is None:
             parsed = self.parsed_texts[text] = _parse_function_text(text, indented)
@@ -539,9 +558,11 @@ class Project:
         self._mros: Dict[str, List[ClassInfo]] = {}
         self._suffix: Dict[str, List[ModuleInfo]] = {}
         self._parsed_texts: Dict[str, Union[str, Tuple[cst.Module, cst.CSTNode]]] = {}
+        self.limits = DEFAULT_LIMITS
 
     def add(self, module: ModuleInfo) -> None:
         module.parsed_texts = self._parsed_texts
+        module.limits = self.limits
         self._attempted.add(module.source.abspath)
         self._lookups.clear()
         self._mros.clear()
