@@ -407,6 +407,19 @@ def analyse(case_dir, events, strings, calls, errors):
                       "reason": md.get("reason"),
                       "lines": _case_frames(md.get("user_stack"), strings, case_dir)})
 
+    # a source that cannot be evaluated with the forward's arguments (an argument of a frame Dynamo
+    # compiled separately after a graph break, a resume function's stack value) counts as constant
+    # when every specialization of it pinned the same value
+    by_source = {}
+    for sp in specs:
+        for src in sp["sources"]:
+            by_source.setdefault(src, set()).add(str(sp["value"]))
+    for sp in specs:
+        if not sp["static_dims_only"] and sp["sources"] and all(
+                src not in all_sources and len(by_source.get(src, ())) == 1 for src in sp["sources"]):
+            sp["static_dims_only"] = True
+            sp["constant_value_unevaluated"] = True
+
     unbacked = []
     for ev in events:
         if ev["kind"] == "create_unbacked_symbol":
@@ -705,6 +718,24 @@ def measure(case_dir, modes, quiet=False):
     return doc
 
 
+def recheck(case_dir):
+    """Re-derive the labels-dependent parts (polarity, expected_kinds, check) of an existing
+    measured.json from the current case.toml, without running torch again."""
+    case_dir = os.path.abspath(case_dir)
+    with open(os.path.join(case_dir, "case.toml"), "rb") as fh:
+        meta = tomllib.load(fh)
+    with open(os.path.join(case_dir, "measured.json")) as fh:
+        doc = json.load(fh)
+    case = doc["case"]
+    case["polarity"] = meta.get("polarity")
+    case["expected_kinds"] = sorted({e.get("kind") for e in meta.get("expected", [])})
+    case["check"] = {mode: check(meta, d, case_dir) for mode, d in case["modes"].items()}
+    for ex in doc.get("experiments", {}).values():
+        for d in ex["modes"].values():
+            d["check"] = check(meta, d, case_dir)
+    return doc
+
+
 def summary(case_id, doc):
     out = [f"== {case_id}"]
     modes = doc["case"]["modes"]
@@ -770,10 +801,12 @@ def main(argv=None):
     ap.add_argument("--modes", default="none,true")
     ap.add_argument("--no-write", action="store_true", help="print the summary only")
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--recheck", action="store_true",
+                    help="no torch run: refresh the check of an existing measured.json from case.toml")
     args = ap.parse_args(argv)
     modes = [m for m in args.modes.split(",") if m]
     for case_dir in args.cases:
-        doc = measure(case_dir, modes, args.quiet)
+        doc = recheck(case_dir) if args.recheck else measure(case_dir, modes, args.quiet)
         if not args.no_write:
             with open(os.path.join(case_dir, "measured.json"), "w") as fh:
                 json.dump(doc, fh, indent=1, default=str)
