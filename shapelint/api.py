@@ -32,7 +32,7 @@ __all__ = [
     "CONST_DIM", "UNKNOWN", "UNKNOWN_DIM", "UNKNOWN_DIMS", "Dim", "DimInfo", "Dims", "Kind", "Origin",
     "Tag", "Value", "join_dims", "tracked", "Function", "Site", "Condition", "Call", "Iteration",
     "Format", "Subscript", "StateWrite", "BinaryOp", "NameUse", "Rule", "ReportSink",
-    "graph_break_reason", "is_python_io", "Effect", "size_function", "varying_size", "EVIDENCE_KINDS", "LOGGER_METHODS", "DISABLE_DECORATORS",
+    "graph_break_reason", "untraceable_reason", "is_python_io", "Effect", "size_function", "varying_size", "EVIDENCE_KINDS", "LOGGER_METHODS", "DISABLE_DECORATORS",
 ]
 
 # The facts rules test with ``value.has(...)`` (kept as names for rules written against
@@ -357,6 +357,17 @@ def is_python_io(site: Call) -> bool:
         or (callee.startswith("<logger>") and site.method in LOGGER_METHODS)
 
 
+def untraceable_reason(site: Call) -> Optional[str]:
+    """Why Dynamo cannot trace a call (an RNN module, ``cudnn.flags``...), or None."""
+    callee = site.callee or ""
+    if callee in dynamo.UNSUPPORTED_CALLS:
+        return f"Dynamo cannot trace `{callee}`"
+    last = site.module_class.rsplit(".", 1)[-1]
+    if last in dynamo.GRAPH_BREAK_MODULES and site.module_class.startswith("torch.nn"):
+        return f"`{last}` (a recurrent module) is not traced into the graph"
+    return None
+
+
 def graph_break_reason(site: Call) -> Optional[str]:
     """Why a call breaks the graph, or None. Shared by the graph-break rules and SL303."""
     callee = site.callee or ""
@@ -367,11 +378,9 @@ def graph_break_reason(site: Call) -> Optional[str]:
         return f"`{callee if not callee.startswith('<logger>') else 'logger.' + str(site.method)}` runs Python I/O"
     if callee in ("int", "float", "bool") and site.args and site.args[0].is_tensor:
         return f"`{callee}()` of a tensor reads its value into Python"
-    if callee in dynamo.UNSUPPORTED_CALLS:
-        return f"Dynamo cannot trace `{callee}`"
-    if site.module_class.rsplit(".", 1)[-1] in dynamo.GRAPH_BREAK_MODULES and \
-            site.module_class.startswith("torch.nn"):
-        return f"`{site.module_class.rsplit('.', 1)[-1]}` (an RNN) is not traced into the graph"
+    reason = untraceable_reason(site)
+    if reason:
+        return reason
     if any(d in DISABLE_DECORATORS for d in site.decorators):
         return "the callee is excluded from compilation with `torch.compiler.disable`"
     return None

@@ -1,0 +1,60 @@
+from shapelint.api import Call, Rule, untraceable_reason
+
+
+class UntraceableCall(Rule):
+    """
+    ## What it does
+    Finds calls inside a compiled region that Dynamo cannot put in a graph: recurrent modules
+    (`nn.LSTM`, `nn.GRU`, `nn.RNN`), the `torch.backends.cudnn.flags` context manager,
+    `torch.cuda.synchronize`, debugger and sleep calls.
+
+    ## Why is this bad?
+    Dynamo ends the graph before the call, runs it eagerly and starts a new graph after it, on
+    every call. An RNN called with state carried across calls also guards on that state.
+
+    ## Example
+    ```python
+    def forward(self, x):
+        out, _ = self.lstm(x)
+        return self.head(out)
+    ```
+
+    ## Use instead
+    Compile the parts around the call (`torch.compile` the head only), or replace the RNN by
+    a traceable loop or a scan over a cell.
+    """
+
+    code = "SL403"
+    name = "untraceable-call"
+    summary = "A call Dynamo cannot trace breaks the graph"
+    evidence = ("graph-break",)
+    hint = "compile around the call, or replace it by something traceable"
+    VALID = ['''
+import torch
+from torch import nn
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cell = nn.GRUCell(4, 4)
+    def forward(self, x):
+        return self.cell(x)
+''']
+    INVALID = ['''
+import torch
+from torch import nn
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(4, 4, batch_first=True)
+    def forward(self, x):
+        out, _ = self.lstm(x)  # error: SL403
+        with torch.backends.cudnn.flags(enabled=False):  # error: SL403
+            out = out * 2
+        return out
+''']
+
+    def on_call(self, site: Call) -> None:
+        reason = untraceable_reason(site)
+        if reason:
+            self.report(site, f"`{site.code().splitlines()[0]}`: {reason}; Dynamo breaks the "
+                              f"graph here and runs it eagerly")
