@@ -389,6 +389,8 @@ class Walker:
             arms.append((s.orelse, no))
         if arms:
             self.branches(*arms)
+        if body_raises != else_raises:  # a validation check: what it checked holds from here
+            self.learn(s.test, holds=else_raises)
 
     def small(self, s: cst.BaseSmallStatement) -> None:
         if isinstance(s, cst.Expr):
@@ -415,6 +417,7 @@ class Walker:
                 self.returns = self.returns.merge(self.ev(s.value))
         elif isinstance(s, cst.Assert):
             self.condition(s.test, "assert", validates=True)
+            self.learn(s.test, holds=True)
             # the message is built only when the assertion fails
         elif isinstance(s, cst.Raise):
             pass  # the exception's message is built only on the failing path
@@ -556,6 +559,47 @@ class Walker:
         if isinstance(expr, (cst.Integer, cst.SimpleString)) or (isinstance(expr, cst.Name)):
             return _const_truth(literal(expr))
         return None
+
+    def learn(self, test: cst.BaseExpression, holds: bool) -> None:
+        """After a validation check (``if x.shape[-1] != self.dim: raise``, ``assert
+        x.size(1) == 12``), the dim it compared with a constant is constant."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            self.learn(test.expression, not holds)
+            return
+        if isinstance(test, cst.BooleanOperation):
+            if isinstance(test.operator, cst.And) == holds:  # `a and b` true, `a or b` false
+                self.learn(test.left, holds)
+                self.learn(test.right, holds)
+            return
+        if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+            return
+        op = test.comparisons[0].operator
+        equal = (isinstance(op, cst.Equal) and holds) or (isinstance(op, cst.NotEqual) and not holds)
+        if not equal:
+            return
+        right = test.comparisons[0].comparator
+        for dim_side, const_side in ((test.left, right), (right, test.left)):
+            target = _dim_of_name(dim_side)
+            if target is None:
+                continue
+            name, index = target
+            v = self.env.get(name)
+            other = self.ev_quiet(const_side)
+            if v is None or v.dims is None or not (other.is_state or isinstance(other.const, int)):
+                continue
+            self.env[name] = v.with_(dims=shapes._replace(v.dims, index, CONST_DIM))
+
+    def ev_quiet(self, node: cst.BaseExpression) -> Value:
+        """The value of a simple expression (a literal, ``self.x``, ``self.config.x``)
+        without sending its sites to the rules again."""
+        if isinstance(node, cst.Attribute) and _is_self_attr(node) and self.cls is not None:
+            return self._self_attr(node, node.attr.value)
+        if isinstance(node, cst.Attribute):
+            base = self.ev_quiet(node.value)
+            return Value(tags=frozenset({Tag.STATE})) if base.is_state else UNKNOWN
+        if isinstance(node, cst.Name):
+            return self.env.get(node.value, UNKNOWN)
+        return literal(node)
 
     def narrow(self, test: cst.BaseExpression) -> Tuple[Dict[str, Value], Dict[str, Value]]:
         """What ``test`` says of names on its true and its false side: ``x is None``,
@@ -1122,6 +1166,21 @@ class Walker:
         if callee.method is not None:  # logger.info(...)
             return Value(kinds=frozenset({Kind.NONE}))
         return results.builtin_result(name, pos, kw, self.origin(node))
+
+
+def _dim_of_name(node: cst.CSTNode) -> Optional[Tuple[str, int]]:
+    """``x.shape[i]`` or ``x.size(i)`` with a literal ``i``: (``x``, i)."""
+    if isinstance(node, cst.Subscript) and len(node.slice) == 1 and \
+            isinstance(node.slice[0].slice, cst.Index) and isinstance(node.value, cst.Attribute) \
+            and node.value.attr.value == "shape" and isinstance(node.value.value, cst.Name):
+        i = _int_literal(node.slice[0].slice.value)
+        return (node.value.value.value, i) if i is not None else None
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
+            node.func.attr.value == "size" and isinstance(node.func.value, cst.Name) and \
+            len(node.args) == 1:
+        i = _int_literal(node.args[0].value)
+        return (node.func.value.value, i) if i is not None else None
+    return None
 
 
 def _flip(op: str) -> str:
