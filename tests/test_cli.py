@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -260,3 +261,85 @@ def test_huge_and_unreadable_files(tmp_path):
     if os.geteuid() != 0:  # root reads anything
         assert "cannot read" in msgs["locked.py"]
     assert [f["path"] for f in doc["findings"]] == ["ok.py"] and res.returncode == 1
+
+
+def test_preview_and_default_off_rules_are_selected_in_one_place():
+    from shapelint.config import enabled_codes
+
+    class R:
+        default_enabled, preview = True, False
+
+    class Preview(R):
+        preview = True
+
+    class Off(R):
+        default_enabled = False
+
+    rules = {"SL101": R, "SL102": R, "SL105": Off, "SL150": Preview, "SL999": Preview}
+    assert enabled_codes(rules) == ["SL101", "SL102"]
+    assert enabled_codes(rules, preview=True) == ["SL101", "SL102", "SL150", "SL999"]
+    # selecting a preview rule's exact code turns it on; ALL or a prefix does not, without preview
+    assert enabled_codes(rules, extend_select=["SL150"]) == ["SL101", "SL102", "SL150"]
+    assert enabled_codes(rules, select=["SL150"]) == ["SL150"]
+    assert enabled_codes(rules, select=["ALL"]) == ["SL101", "SL102", "SL105"]
+    assert enabled_codes(rules, select=["SL1"]) == ["SL101", "SL102", "SL105"]
+    assert enabled_codes(rules, select=["ALL"], preview=True) == list(rules)
+    assert enabled_codes(rules, preview=True, ignore=["SL150"]) == ["SL101", "SL102", "SL999"]
+    assert enabled_codes(rules, extend_select=["SL150"], ignore=["SL1"]) == ["SL150"]
+
+
+PREVIEW_RULE = USER_RULE.replace('code = "SL950"', 'code = "CU002"\n    preview = True\n'
+                                 '    measured_precision = 0.62')
+
+
+def test_preview_rules_from_the_command_line_and_the_config(tmp_path):
+    write_tree(tmp_path, {"my_rules/sync.py": PREVIEW_RULE,
+                          "m.py": "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+                                  "        torch.cuda.synchronize()\n        return x\n"})
+    (tmp_path / "shapelint.toml").write_text('rule-paths = ["my_rules"]\nexclude = ["my_rules"]\n')
+    assert run(["check", ".", "--no-cache"], tmp_path).returncode == 0  # off by default
+    assert run(["check", ".", "--select", "ALL", "--no-cache"], tmp_path).returncode == 0
+    on = run(["check", ".", "--preview", "--no-cache"], tmp_path)
+    assert on.returncode == 1 and "m.py:4:9: CU002" in on.stdout
+    assert run(["check", ".", "--extend-select", "CU002", "--no-cache"], tmp_path).returncode == 1
+    (tmp_path / "shapelint.toml").write_text('rule-paths = ["my_rules"]\nexclude = ["my_rules"]\npreview = true\n')
+    assert run(["check", ".", "--no-cache"], tmp_path).returncode == 1
+    listing = run(["rule", "--all"], tmp_path).stdout
+    row = next(ln for ln in listing.splitlines() if ln.startswith("CU002"))
+    assert "preview" in row and "0.62" in row
+    assert re.search(r"SL105 .* off by default", listing) and re.search(r"SL900 .* runtime-only", listing)
+    assert re.search(r"SL101 .* stable", listing)
+    one = run(["rule", "CU002"], tmp_path).stdout
+    assert "Status: preview" in one and "--preview" in one and "0.62" in one
+    described = json.loads(run(["rule", "--format", "json", "--all"], tmp_path).stdout)
+    assert {d["code"]: d["status"] for d in described}["CU002"] == "preview"
+    sarif = json.loads(run(["check", ".", "--format", "sarif", "--no-cache"], tmp_path).stdout)
+    enabled = {r["id"]: r["defaultConfiguration"]["enabled"] for r in sarif["runs"][0]["tool"]["driver"]["rules"]}
+    assert enabled["CU002"] is False and enabled["SL105"] is False and enabled["SL101"] is True
+
+
+def test_rule_examples_as_a_pytest_helper(tmp_path):
+    rule = USER_RULE.replace("    VALID = []", '    VALID = ["import torch\\nx = 1\\n"]').replace(
+        "INVALID = []", 'INVALID = ["import torch\\nclass M(torch.nn.Module):\\n    def forward(self, x):\\n'
+                        '        torch.cuda.synchronize()  # error: SL950\\n        return x\\n",'
+                        ' "import torch\\nclass M(torch.nn.Module):\\n    def forward(self, x):\\n'
+                        '        torch.cuda.synchronize()\\n        return x\\n"]')
+    write_tree(tmp_path, {"my_rules/sync.py": rule,
+                          "tests/test_my_rules.py": "from shapelint.testing import rule_example_tests\n"
+                                                    "test_my_rules = rule_example_tests('../my_rules')\n"})
+    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+                         cwd=str(tmp_path), capture_output=True, text=True)
+    assert "2 passed" in res.stdout and "1 failed" in res.stdout, res.stdout
+    assert "SL950-INVALID-1: an INVALID example must mark each line SL950 reports" in res.stdout
+    cli = run(["test-rules", "my_rules"], tmp_path)
+    assert cli.returncode == 1 and "FAIL SL950-INVALID-1" in cli.stdout and "ok   SL950-VALID-0" in cli.stdout
+    assert "2 of 3 examples of 1 rule passed; 1 failed" in cli.stdout
+    none = run(["test-rules", "tests"], tmp_path)
+    assert none.returncode == 2 and "no rules" in none.stderr
+
+
+def test_test_rules_runs_the_built_in_examples(tmp_path):
+    res = run(["test-rules", os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "rules")],
+              tmp_path, timeout=300)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "FAIL" not in res.stdout and " passed" in res.stdout.splitlines()[-1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -181,7 +182,9 @@ def test_baseline_survives_line_shifts(tmp_path):
     run = lambda *a: subprocess.run([sys.executable, "-m", "shapelint.cli", "check", ".", "--no-cache",
                                      "--format", "json", *a], cwd=str(tmp_path), capture_output=True, text=True)
     first = run("--write-baseline", "base.json")
-    assert first.returncode == 1
+    # the findings are recorded, not reported: one line says where they went, exit 0
+    assert first.returncode == 0 and first.stdout == "", first.stderr
+    assert "wrote 1 finding to the baseline base.json" in first.stderr
     (tmp_path / "m.py").write_text("# a comment\n\n" + HAZARD)  # lines shift by two
     again = run("--baseline", "base.json")
     assert again.returncode == 0 and json.loads(again.stdout)["findings"] == []
@@ -221,3 +224,66 @@ def test_github_ranks_lines_the_pull_request_changed_first(tmp_path, monkeypatch
     findings = [finding(4, path="m.py"), finding(10, path="m.py")]
     out = render("github", CheckResult(findings=findings), rules=RULES)
     assert out.splitlines()[0].startswith("::warning file=m.py,line=10,")
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "github", "sarif", "markdown", "junit", "html"])
+def test_a_saved_run_re_renders_exactly_what_the_live_run_printed(tmp_path, monkeypatch, capsys, fmt):
+    # SARIF fingerprints hash the source line: to_json used to drop it, so `report` gave other
+    # fingerprints and no snippets than `check` for the same findings
+    from shapelint.cli import main
+
+    write_tree(tmp_path, {"m.py": HAZARD, "broken.py": "def f(:\n",
+                          "n.py": "import torch\nclass N(torch.nn.Module):\n    def forward(self, x):\n"
+                                  "        return x.nonzero()  # noqa: SL101\n"})
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GITHUB_BASE_REF", raising=False)
+    assert main(["check", ".", "--no-cache", "--format", "json", "-o", "r.json"]) == 1
+    capsys.readouterr()
+    live_code = main(["check", ".", "--no-cache", "--format", fmt])
+    live = capsys.readouterr().out
+    again_code = main(["report", "r.json", "--format", fmt])
+    again = capsys.readouterr().out
+    assert again == live and again_code == live_code == 1
+    if fmt == "sarif":
+        res = json.loads(again)["runs"][0]["results"]
+        assert {r["ruleId"] for r in res} == {"SL001", "SL101", "SL204"}
+        assert all(r["locations"][0]["physicalLocation"]["region"]["snippet"]["text"] for r in res)
+
+
+def test_every_format_escapes_control_characters_from_code_and_targets():
+    hostile = "a\x1b[2Jb\x1b]8;;http://e\x07c\u202ed\x00e\r\n::error file=x::f\n##[error]g"
+    f = finding(3, message=hostile, source=hostile, path="pkg/m\x1b.py")
+    t = {"name": hostile, "device": "cpu", "backend": "eager", "dynamic": "auto", "torch_version": "2",
+         "compiles": 1, "failed": True, "error": hostile, "problems": None,
+         "per_shape": [{"batch": 1, "seq_len": None, "new_compiles": 1, "error": hostile}],
+         "recompiles": [{"shape": {"batch": 1, "seq_len": None}, "reason": hostile, "path": "m.py",
+                         "line": 1, "source": hostile}], "graph_breaks": []}
+    result = CheckResult(findings=[f], errors=[FileError("b\x1b.py", 1, 1, hostile)], files_checked=2)
+    for fmt in ("text", "json", "github", "sarif", "markdown", "junit", "html"):
+        out = render(fmt, result, rules=RULES, targets=[t])
+        bad = [c for c in out if (ord(c) < 32 and c not in "\n\t") or 0x7f <= ord(c) <= 0x9f
+               or c in "\u202e\u2028"]
+        assert not bad, (fmt, bad)
+        lines = out.splitlines()
+        if fmt == "github":
+            assert all(re.match(r"::(warning|error|notice) (file|title)=", ln) for ln in lines[:-1]), lines
+        else:
+            assert not any(ln.lstrip().startswith("::") for ln in lines), (fmt, lines)
+        assert "##[" not in out, fmt
+        if fmt == "junit":
+            ET.fromstring(out)
+        if fmt in ("text", "github"):
+            assert "\\x1b[2J" in out  # shown as an escape, not dropped
+
+
+def test_sarif_uris_are_percent_encoded():
+    from urllib.parse import unquote
+
+    from shapelint.report.sarif_format import _uri
+
+    root = os.getcwd()
+    for name in ("a,b:c%d<e>.py", "dir/new\nline.py", "naïve.py", "x#y?.py"):
+        uri = _uri(os.path.join(root, name), root)
+        assert re.fullmatch(r"[A-Za-z0-9\-._~!$&'()*+;=/@%]*", uri) and ":" not in uri, uri
+        assert unquote(uri) == name
+    assert _uri("/elsewhere/a b.py", root).startswith("file:///elsewhere/a%20b.py")
