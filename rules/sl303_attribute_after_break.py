@@ -1,13 +1,16 @@
 from typing import Set
 
-from shapelint.api import Call, Condition, Rule, graph_break_reason
+from shapelint.api import Call, Condition, Rule, Tag, graph_break_reason
 
 
 class AttributeAfterBreak(Rule):
     """
     ## What it does
     Finds a branch on a module's own Python attribute (`if self.layer_idx % 2 == 0:`) placed
-    after a graph break in the same `forward`.
+    after a graph break in the same `forward`, where the module class is built several times
+    (the blocks of a `ModuleList`) and the attribute holds each instance's own value (stored
+    from an `__init__` argument). A module built once, or an attribute every instance shares,
+    costs no recompile.
 
     ## Why is this bad?
     After a graph break, the rest of `forward` becomes its own frame, and its code object is
@@ -54,6 +57,14 @@ class Block(torch.nn.Module):
         if self.layer_idx % 2 == 0:  # error: SL303
             return x * gain
         return x
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = torch.nn.ModuleList([Block(i) for i in range(4)])
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return x
 ''']
 
     def __init__(self, sink) -> None:
@@ -66,8 +77,8 @@ class Block(torch.nn.Module):
 
     def on_condition(self, site: Condition) -> None:
         v = site.value
-        if site.fn.qualname in self._broken and v.is_state and not (v.is_tensor or v.is_size) \
-                and site.fn.info.is_method and "self." in site.code():
+        if site.fn.qualname in self._broken and v.has(Tag.INSTANCE) and \
+                not (v.is_tensor or v.is_size) and site.fn.is_method:
             self.report(site, f"`{site.code()}` tests module state after a graph break; the "
                               f"resumed frame is shared by every instance, so each instance's "
                               f"value recompiles it")

@@ -53,6 +53,9 @@ class Tag(enum.Enum):
     STATE = "state"  # read from module state (self.attr that is not a tensor or module)
     GLOBAL = "global"  # a module-level name that some function rebinds with `global`
     MASK = "mask"  # a boolean tensor (a comparison): indexing with it is data dependent
+    #: module state that differs between the instances of a module class built several times
+    #: (``self.layer_idx = layer_idx`` in a block of a ModuleList)
+    INSTANCE = "instance"
 
 
 #: the Python number kinds

@@ -34,10 +34,12 @@ MAX_DEPTH = 12
 MAX_EXPRESSION_DEPTH = 200
 MUTATORS = frozenset({"append", "extend", "insert", "pop", "popitem", "update", "setdefault",
                       "clear", "add", "remove", "discard", "appendleft"})
-_KEPT = frozenset({Tag.SIZE, Tag.SCALAR, Tag.STATE, Tag.DATA, Tag.GLOBAL})
+_KEPT = frozenset({Tag.SIZE, Tag.SCALAR, Tag.STATE, Tag.DATA, Tag.GLOBAL, Tag.INSTANCE})
 _BOOL = frozenset({Kind.BOOL})
 _INT = frozenset({Kind.INT})
 _TENSOR = frozenset({Kind.TENSOR})
+_STATE = frozenset({Tag.STATE})
+_STATE_PER_INSTANCE = frozenset({Tag.STATE, Tag.INSTANCE})
 
 
 class TooDeep(Exception):
@@ -721,8 +723,10 @@ class Walker:
         kinds = {"int": _INT, "float": frozenset({Kind.FLOAT}), "bool": _BOOL,
                  "str": frozenset({Kind.STR}), "container": frozenset({Kind.CONTAINER}),
                  "none": frozenset({Kind.NONE})}.get(info.kind, frozenset())
-        return Value(kinds=kinds, tags=frozenset({Tag.STATE}), origin=self.origin(node),
-                     detail=info.kind)
+        tags = _STATE
+        if info.from_param and self.a.regions.is_repeated(self.cls.qualname):  # type: ignore[union-attr]
+            tags = _STATE_PER_INSTANCE
+        return Value(kinds=kinds, tags=tags, origin=self.origin(node), detail=info.kind)
 
     def _slice(self, el: cst.SubscriptElement) -> Tuple[Value, bool]:
         s = el.slice

@@ -100,11 +100,13 @@ DEFAULT_LIMITS = Limits()
 class AttrInfo:
     """What ``__init__`` stored in ``self.<attr>``."""
 
-    __slots__ = ("kind", "cls")
+    __slots__ = ("kind", "cls", "from_param")
 
-    def __init__(self, kind: str, cls: str = "") -> None:
+    def __init__(self, kind: str, cls: str = "", from_param: bool = False) -> None:
         self.kind = kind  # module, module_list, container, tensor, int, float, bool, str, none, other
         self.cls = cls  # qualified class for a module; element class for a module list
+        #: stored from an ``__init__`` parameter: each instance may hold its own value
+        self.from_param = from_param
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, AttrInfo) and (self.kind, self.cls) == (other.kind, other.cls)
@@ -502,10 +504,11 @@ def _classify(value: ast.expr, module: ModuleInfo, params: Dict[str, ast.arg],
         if param is not None:
             ann_name = ast_dotted(param.annotation) if param.annotation is not None else None
             if ann_name in ("int", "float", "bool", "str"):
-                return AttrInfo(ann_name)
+                return AttrInfo(ann_name, from_param=True)
             default = defaults.get(value.id)
-            if isinstance(default, ast.Constant) and type(default.value) in (int, float):
-                return AttrInfo(type(default.value).__name__)
+            if isinstance(default, ast.Constant) and type(default.value) in (int, float, bool, str):
+                return AttrInfo(type(default.value).__name__, from_param=True)
+            return AttrInfo("other", from_param=True)
         return AttrInfo("other")
     if isinstance(value, ast.Call):
         fname = module.resolve(ast_dotted(value.func) or "")

@@ -100,38 +100,41 @@ class Regions:
                 if not self.project.is_nn_module(cls):
                     continue
                 g.add_node(cls.qualname)
-                for built in self._builds(cls):
+                for built, repeated in self._builds(cls):
                     if built.qualname != cls.qualname:
-                        g.add_edge(cls.qualname, built.qualname)
+                        g.add_edge(cls.qualname, built.qualname, repeated=repeated)
         return {n for n in g.nodes if g.in_degree(n) == 0}
 
-    def _builds(self, cls: ClassInfo) -> List[ClassInfo]:
-        """Module classes that ``cls`` builds or hands to a builder outside ``forward``:
-        ``Block(...)``, ``nn.ModuleList([Block(...) ...])``, ``partial(Block, ...)``,
-        ``block_fn=Block`` defaults."""
-        out: List[ClassInfo] = []
+    def _builds(self, cls: ClassInfo) -> List[Tuple[ClassInfo, bool]]:
+        """Module classes that ``cls`` builds or hands to a builder outside ``forward``
+        (``Block(...)``, ``nn.ModuleList([Block(...) ...])``, ``partial(Block, ...)``,
+        ``block_fn=Block`` defaults), each with whether it builds several (in a loop or a
+        comprehension)."""
+        out: Dict[str, Tuple[ClassInfo, bool]] = {}
         for m in cls.methods.values():
             if m.name == "forward":
                 continue
-            names: List[str] = []
-            for node in ast.walk(m.tree):
-                if isinstance(node, ast.Call):
-                    fname = ast_dotted(node.func) or ""
-                    if fname in ("isinstance", "issubclass", "type"):
-                        continue
-                    names.append(fname)
-                    names.extend(ast_dotted(a) or "" for a in node.args)
-                    names.extend(ast_dotted(k.value) or "" for k in node.keywords)
+            names: List[Tuple[str, bool]] = []
+            _referenced(m.tree.body, False, names)
             args = m.tree.args
-            names.extend(ast_dotted(d) or "" for d in args.defaults + [d for d in args.kw_defaults if d])
-            for name in dict.fromkeys(n for n in names if n and n[:1].isalpha()):
-                head = name.split(".")[-1]
-                if not head[:1].isupper():
+            params_in_loops = {n for n, looped in names if looped}
+            positional = list(args.posonlyargs) + list(args.args)
+            pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults)) + \
+                [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+            names.extend((ast_dotted(d) or "", a.arg in params_in_loops) for a, d in pairs)
+            for name, looped in names:
+                if not name or not name[:1].isalpha() or not name.split(".")[-1][:1].isupper():
                     continue
                 found = self._class(name, cls.module)
                 if found is not None and self.project.is_nn_module(found):
-                    out.append(found)
-        return out
+                    seen = out.get(found.qualname)
+                    out[found.qualname] = (found, looped or (seen is not None and seen[1]))
+        return list(out.values())
+
+    def is_repeated(self, cls_qualname: str) -> bool:
+        """Whether some module class builds several instances of this one."""
+        g = self.containment
+        return cls_qualname in g and any(d.get("repeated") for _, _, d in g.in_edges(cls_qualname, data=True))
 
     def _class(self, name: str, mod: ModuleInfo) -> Optional[ClassInfo]:
         if name in mod.classes:
@@ -227,6 +230,31 @@ class Regions:
             return Value(kinds=kinds, tags=frozenset({Tag.SCALAR}), origin=origin, detail=detail,
                          dim=dim)
         return Value(kinds=kinds, origin=origin)
+
+
+_LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.GeneratorExp,
+          ast.DictComp)
+
+
+def _referenced(node, looped: bool, out: List[Tuple[str, bool]]) -> None:
+    """Names called or passed to a call under ``node`` (not in isinstance/issubclass), each
+    with whether it sits in a loop or a comprehension."""
+    if isinstance(node, list):
+        for n in node:
+            _referenced(n, looped, out)
+        return
+    if not isinstance(node, ast.AST):
+        return
+    if isinstance(node, ast.Call):
+        fname = ast_dotted(node.func) or ""
+        if fname in ("isinstance", "issubclass", "type"):
+            return
+        out.append((fname, looped))
+        out.extend((ast_dotted(a) or "", looped) for a in node.args)
+        out.extend((ast_dotted(k.value) or "", looped) for k in node.keywords)
+    inner = looped or isinstance(node, _LOOPS)
+    for child in ast.iter_child_nodes(node):
+        _referenced(child, inner, out)
 
 
 def _compiled(fn: FunctionInfo) -> bool:

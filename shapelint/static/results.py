@@ -272,7 +272,7 @@ def builtin_result(name: str, args: Args, kwargs: Kwargs, origin: Origin) -> Val
     return UNKNOWN
 
 
-_KEPT = frozenset({Tag.SIZE, Tag.SCALAR, Tag.STATE, Tag.DATA, Tag.GLOBAL})
+_KEPT = frozenset({Tag.SIZE, Tag.SCALAR, Tag.STATE, Tag.DATA, Tag.GLOBAL, Tag.INSTANCE})
 
 
 def _number(v: Value) -> Value:
