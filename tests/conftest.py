@@ -31,14 +31,15 @@ def write_tree(root, files: Dict[str, str]) -> None:
 
 
 def check_tree(root, select=None, **settings_kw):
-    from shapelint.config import Settings, resolve_codes
+    """The static pass on ``root`` with the rules the command would enable; a test that
+    selects codes (``["ALL"]``) gets the preview rules among them too."""
+    from shapelint.config import Settings, enabled_codes
     from shapelint.registry import all_rules
     from shapelint.static.engine import Engine
 
     rules = all_rules()
-    defaults = [c for c, r in rules.items() if r.default_enabled]
-    enabled = resolve_codes(list(rules), defaults, select or [], [], [])
     settings = Settings(**settings_kw)
+    enabled = enabled_codes(rules, select or [], preview=bool(select) or settings.preview)
     return Engine(rules, enabled, settings).check([str(root)], root=str(root), use_cache=False)
 
 
