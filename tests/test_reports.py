@@ -287,3 +287,18 @@ def test_sarif_uris_are_percent_encoded():
         assert re.fullmatch(r"[A-Za-z0-9\-._~!$&'()*+;=/@%]*", uri) and ":" not in uri, uri
         assert unquote(uri) == name
     assert _uri("/elsewhere/a b.py", root).startswith("file:///elsewhere/a%20b.py")
+
+
+def test_temporary_files_of_killed_runs_are_swept(tmp_path):
+    # a run killed (kill -9) while writing leaves `.out.txt.<pid>.tmp`; the next write removes
+    # it once its process is gone, and never touches a live process's file
+    from shapelint.report import write_atomic
+
+    dead = tmp_path / ".out.txt.999999999.tmp"
+    live = tmp_path / f".out.txt.{os.getppid()}.tmp"
+    for p in (dead, live):
+        p.write_text("half")
+        os.utime(p, (1, 1))
+    write_atomic(str(tmp_path / "out.txt"), "report\n")
+    assert (tmp_path / "out.txt").read_text() == "report\n"
+    assert not dead.exists() and live.exists()
