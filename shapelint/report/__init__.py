@@ -76,7 +76,7 @@ def write_atomic(path: str, text: str) -> None:
     check_writable(path)
     directory = os.path.dirname(os.path.abspath(path))
     tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
-    sweep_stale_tmp(directory, f".{os.path.basename(path)}.")
+    sweep_stale_tmp(directory, f".{os.path.basename(path)}")
     try:
         os.makedirs(directory, exist_ok=True)
         with open(tmp, "w", encoding="utf-8", errors="surrogateescape") as fh:
