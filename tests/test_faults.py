@@ -390,12 +390,16 @@ def concurrent_runs(tmp_path):
 
 
 @row("kill -9 during a check, then run again", "shapelint check .; kill -9; shapelint check .",
-     "the rerun reports what a clean run does")
+     "the rerun reports what a clean run does; the `.tmp` a killed write left is swept")
 def kill_and_rerun(tmp_path):
     for i in range(40):
         write_tree(tmp_path, {f"m{i}.py": HAZARD})
     write_tree(tmp_path, {"ok.py": HAZARD})
     clean = sl(tmp_path, "check", ".", "--no-cache")
+    stale = tmp_path / ".shapelint_cache" / "check-0.json.999999999.tmp"  # a killed write's
+    stale.parent.mkdir()
+    stale.write_text("{half")
+    os.utime(str(stale), (1, 1))
     for delay in (0.3, 0.8):
         proc = subprocess.Popen([sys.executable, "-m", "shapelint.cli", "check", "."], cwd=str(tmp_path),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env())
@@ -404,6 +408,7 @@ def kill_and_rerun(tmp_path):
         proc.wait()
     again = sl(tmp_path, "check", ".")
     assert again.returncode == 1 and again.stdout == clean.stdout
+    assert leftovers(tmp_path) == []
 
 
 SLOW_RULE = """\
