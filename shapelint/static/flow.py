@@ -800,7 +800,8 @@ class Walker:
             values.append(self.ev(target.comparator))
         ops = [type(t.operator).__name__ for t in node.comparisons]
         if all(o in ("Is", "IsNot") for o in ops):  # identity: a Python bool, never a tensor
-            detail = "none-test" if any(Kind.NONE in v.kinds for v in values) else ""
+            detail = "none-test" if any(_is_none(c.comparator) for c in node.comparisons) or \
+                _is_none(node.left) else ""
             return Value(kinds=_BOOL, detail=detail, origin=self.origin(node) if detail else None)
         if any(o in ("In", "NotIn") for o in ops):  # membership: a Python bool
             tags = left.tags & _KEPT
@@ -1104,10 +1105,15 @@ class Walker:
         for name in list(params) + list(sig.kwonly):  # what the caller left to the default
             if name not in bound and name in sig.defaults:
                 bound[name] = sig.defaults[name]
-            elif name in bound and not bound[name].kinds and sig.kinds.get(name):
-                kinds = sig.kinds[name]
-                if not kinds <= {Kind.NONE}:  # the annotation says what an unknown value is
-                    bound[name] = bound[name].with_(kinds=kinds)
+            elif name in bound and sig.kinds.get(name):
+                declared, have = sig.kinds[name], bound[name].kinds
+                # the callee's annotation says what the value is where the caller only
+                # assumed (an unannotated `x=None` of an entry is taken for a tensor)
+                both = have & declared if have else declared
+                if not both - {Kind.NONE}:
+                    both = declared if declared - {Kind.NONE} else have
+                if both != have and both:
+                    bound[name] = bound[name].with_(kinds=both)
         return self.a.call(self.ctx, target, bound)
 
     def _method_result(self, node: cst.Call, recv: Value, method: str, pos: List[Value],
@@ -1208,7 +1214,7 @@ def _all_const() -> Dims:
 def _const_truth(v: Optional[Value]) -> Optional[bool]:
     if v is None or v.tags:
         return None
-    if v.kinds == {Kind.NONE}:
+    if v.kinds == {Kind.NONE}:  # only a literal None (or a name narrowed to it) says this
         return False
     if v.const is not None and v.kinds and v.kinds <= {Kind.BOOL, Kind.INT, Kind.FLOAT, Kind.STR}:
         return bool(v.const)

@@ -215,7 +215,7 @@ class Regions:
         if not kinds and p.default is None:  # forward(self, x): the inputs are tensors
             kinds = frozenset({Kind.INT}) if (name in self.settings.scalar_arg_names or
                                                looks_like_int(name)) else frozenset({Kind.TENSOR})
-        elif kinds == {Kind.NONE} and ann is None:  # forward(self, x, mask=None)
+        elif not kinds and ann is None and _is_none(p.default):  # forward(self, x, mask=None)
             kinds = frozenset({Kind.TENSOR, Kind.NONE})
         if Kind.TENSOR in kinds:
             return Value(kinds=kinds, origin=origin, dims=self.arg_dims(name))
@@ -255,6 +255,10 @@ def _referenced(node, looped: bool, out: List[Tuple[str, bool]]) -> None:
     inner = looped or isinstance(node, _LOOPS)
     for child in ast.iter_child_nodes(node):
         _referenced(child, inner, out)
+
+
+def _is_none(node: Optional[cst.BaseExpression]) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
 
 
 def _compiled(fn: FunctionInfo) -> bool:

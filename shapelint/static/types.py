@@ -276,7 +276,7 @@ def param_kinds(annotation: Optional[cst.BaseExpression],
     dflt = kinds_of_default(default)
     if ann:
         return ann | (dflt & {Kind.NONE})
-    return dflt  # {NONE} alone for ``x=None``: None, or something narrowing cannot name
+    return dflt - {Kind.NONE}  # ``x=None`` alone says nothing of what else x holds
 
 
 def ast_literal(node: Optional[ast.expr]) -> Value:
@@ -311,4 +311,4 @@ def ast_param_kinds(annotation: Optional[ast.expr], default: Optional[ast.expr])
     dflt = ast_literal(default).kinds if default is not None else frozenset()
     if ann:
         return ann | (dflt & {Kind.NONE})
-    return dflt
+    return dflt - {Kind.NONE}
