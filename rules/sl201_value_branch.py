@@ -1,4 +1,4 @@
-from shapelint.api import Condition, Rule
+from shapelint.api import Condition, Kind, Rule
 
 
 class ValueBranch(Rule):
@@ -59,6 +59,8 @@ class M(torch.nn.Module):
 ''']
 
     def on_condition(self, site: Condition) -> None:
-        if site.value.is_tensor:
+        # a tensor on every path (None aside): `skip = False; if self.training: skip = p < q`
+        # is a Python bool while the model serves, and a tensor only while it trains
+        if site.value.is_tensor and site.value.kinds <= {Kind.TENSOR, Kind.NONE}:
             self.report(site, f"`{site.code()}` is a tensor value used as a Python bool; Dynamo "
                               f"breaks the graph here to evaluate it")
