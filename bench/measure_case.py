@@ -507,51 +507,6 @@ def analyse(case_dir, events, strings, calls, errors):
             if not lines:
                 unattributed.append(text[:400])
 
-    def inner(lines):
-        return f"{lines[-1]['file']}:{lines[-1]['line']}" if lines else None
-
-    L = {k: set() for k in ("guard", "specialization", "recompile_reason", "recompile_reason_first_use",
-                            "graph_break", "unbacked", "error")}
-    for g in guards:
-        if (g["effect"] == "splits" and not g["static_dims_only"] and "suppressed" not in str(g["prefix"])
-                and inner(g["lines"])):
-            L["guard"].add(inner(g["lines"]))
-    for s in specs:
-        if not s["static_dims_only"] and inner(s["lines"]):
-            L["specialization"].add(inner(s["lines"]))
-    for r in reasons:
-        for x in r["lines"]:
-            key = "recompile_reason_first_use" if x.get("first_use") else "recompile_reason"
-            L[key].add(f"{x['file']}:{x['line']}")
-    for g in gbs:
-        if inner(g["lines"]):
-            L["graph_break"].add(inner(g["lines"]))
-    for f in failed:
-        if f["file"]:
-            L["error"].add(f"{f['file']}:{f['line']}")
-    for e in errors:
-        if e.get("where"):
-            L["error"].add(f"{e['where']['file']}:{e['where']['line']}")
-    for u in unbacked:
-        if inner(u["lines"]):
-            L["unbacked"].add(inner(u["lines"]))
-    implicated = set().union(*L.values())
-    static_lines, const_lines, non_lines = set(), set(), set()
-    for g in guards:
-        at = inner(g["lines"])
-        if not at or at in L["guard"]:
-            continue
-        if g["static_dims_only"]:
-            static_lines.add(at)
-        elif g["effect"] == "constant":
-            const_lines.add(at)
-        if "suppressed" in str(g["prefix"]):
-            non_lines.add(at)
-    for s in specs:
-        at = inner(s["lines"])
-        if at and s["static_dims_only"] and at not in L["guard"]:
-            static_lines.add(at)
-
     return {
         "input_sources": {"varying": varying, "static": static},
         "batches": [c["batch"] for c in calls],
@@ -572,13 +527,75 @@ def analyse(case_dir, events, strings, calls, errors):
         "unbacked_symbols": unbacked,
         "failed_compiles": failed,
         "symbol_sources": sym_src,
-        "lines": {k: sorted(v) for k, v in L.items()},
-        "static_dim_lines": sorted(static_lines),
-        "constant_guard_lines": sorted(const_lines),
-        "non_guard_lines": sorted(non_lines),
-        "implicated_lines": sorted(implicated),
         "unattributed_recompile_reasons": unattributed,
-    }
+    } | derive_lines({"guards": guards, "specializations": specs, "recompile_reasons": reasons,
+                      "graph_break_reasons": gbs, "failed_compiles": failed, "errors": errors,
+                      "unbacked_symbols": unbacked})
+
+
+def _inner(lines):
+    return f"{lines[-1]['file']}:{lines[-1]['line']}" if lines else None
+
+
+def reason_lines(r):
+    """The lines a recompile reason blames. A value guard: its user stack (and the location torch
+    prints). A symbolic guard: the guards of the failed entry that are false for the new inputs
+    (re-evaluated), plus the 'first use' location torch prints; the other printed locations are
+    dropped when re-evaluation found the guard, because torch merges range bounds made at
+    different lines into one text (torch-signals.md 2.3). Without re-evaluation: the text."""
+    lines = r["lines"]
+    if "User stack trace:" in r["text"] or not any("guard" in x for x in lines):
+        return lines
+    return [x for x in lines if "guard" in x or x.get("first_use")]
+
+
+def derive_lines(d):
+    """Per-signal case-file lines, implicated_lines, static_dim_lines, constant_guard_lines and
+    non_guard_lines from the recorded events of one mode (used by the worker and by --recheck)."""
+    L = {k: set() for k in ("guard", "specialization", "recompile_reason", "recompile_reason_first_use",
+                            "graph_break", "unbacked", "error")}
+    for g in d["guards"]:
+        if (g["effect"] == "splits" and not g["static_dims_only"] and "suppressed" not in str(g["prefix"])
+                and _inner(g["lines"])):
+            L["guard"].add(_inner(g["lines"]))
+    for sp in d["specializations"]:
+        if not sp["static_dims_only"] and _inner(sp["lines"]):
+            L["specialization"].add(_inner(sp["lines"]))
+    for r in d["recompile_reasons"]:
+        for x in reason_lines(r):
+            key = "recompile_reason_first_use" if x.get("first_use") else "recompile_reason"
+            L[key].add(f"{x['file']}:{x['line']}")
+    for g in d["graph_break_reasons"]:
+        if _inner(g["lines"]):
+            L["graph_break"].add(_inner(g["lines"]))
+    for f in d["failed_compiles"]:
+        if f.get("file"):
+            L["error"].add(f"{f['file']}:{f['line']}")
+    for e in d["errors"]:
+        if e.get("where"):
+            L["error"].add(f"{e['where']['file']}:{e['where']['line']}")
+    for u in d["unbacked_symbols"]:
+        if _inner(u["lines"]):
+            L["unbacked"].add(_inner(u["lines"]))
+    implicated = set().union(*L.values())
+    static_lines, const_lines, non_lines = set(), set(), set()
+    for g in d["guards"]:
+        at = _inner(g["lines"])
+        if not at or at in L["guard"]:
+            continue
+        if g["static_dims_only"]:
+            static_lines.add(at)
+        elif g["effect"] == "constant":
+            const_lines.add(at)
+        if "suppressed" in str(g["prefix"]):
+            non_lines.add(at)
+    for sp in d["specializations"]:
+        at = _inner(sp["lines"])
+        if at and sp["static_dims_only"] and at not in L["guard"]:
+            static_lines.add(at)
+    return {"lines": {k: sorted(v) for k, v in L.items()}, "static_dim_lines": sorted(static_lines),
+            "constant_guard_lines": sorted(const_lines), "non_guard_lines": sorted(non_lines),
+            "implicated_lines": sorted(implicated)}
 
 
 def _eval_one(sympy, symloc, expr_text, syms, sym_src, loc):
@@ -729,9 +746,12 @@ def recheck(case_dir):
     case = doc["case"]
     case["polarity"] = meta.get("polarity")
     case["expected_kinds"] = sorted({e.get("kind") for e in meta.get("expected", [])})
+    for d in case["modes"].values():
+        d.update(derive_lines(d))
     case["check"] = {mode: check(meta, d, case_dir) for mode, d in case["modes"].items()}
     for ex in doc.get("experiments", {}).values():
         for d in ex["modes"].values():
+            d.update(derive_lines(d))
             d["check"] = check(meta, d, case_dir)
     return doc
 
