@@ -139,6 +139,9 @@ class Call(Site):
     bound: Dict[str, Value] = dataclasses.field(default_factory=dict)
     #: parameter name -> the argument's node, alike
     bound_nodes: Dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+    #: for a torch call: parameter name -> the kinds torch's signature accepts there
+    #: (``("int",)``, ``("size",)``, ``("tensor", "number")``...)
+    param_kinds: Dict[str, Tuple[str, ...]] = dataclasses.field(default_factory=dict, repr=False)
 
     def arg(self, name: str, index: Optional[int] = None) -> Optional[Value]:
         """The value passed for parameter ``name`` (at ``index`` among the positional

@@ -984,7 +984,7 @@ class Walker:
     def ev_Call(self, node: cst.Call) -> Value:
         callee = callees.resolve(self, node.func)
         pos, kw, starred = self._arguments(node, follow=callee.target is not None)
-        bound, bound_nodes = self._bind(callee, node, pos, kw, starred)
+        bound, bound_nodes, param_kinds = self._bind(callee, node, pos, kw, starred)
         target = callee.target
         decorators = target.decorators if target is not None else ()
         has_fake = True
@@ -996,7 +996,7 @@ class Walker:
                         decorators=decorators,
                         target_returns_value=target.returns_value if target else True,
                         has_fake=has_fake, module_class=callee.module_class, bound=bound,
-                        bound_nodes=bound_nodes)
+                        bound_nodes=bound_nodes, param_kinds=param_kinds)
         self.emit("on_call", site)
         return self._result(node, callee, pos, kw, bound)
 
@@ -1031,7 +1031,7 @@ class Walker:
         """Parameter name -> value (and -> argument node) for a callee whose signature is
         known: a function of the tree, or torch's API."""
         if starred:
-            return {}, {}
+            return {}, {}, {}
         positional = [a.value for a in node.args if a.keyword is None and not a.star]
         keywords = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
         if callee.target is not None:
@@ -1044,18 +1044,18 @@ class Walker:
             for k, v in kw.items():
                 names[k] = v
                 nodes[k] = keywords[k]
-            return names, nodes
+            return names, nodes, {}
         name = None
         if callee.kind == "method" and callee.receiver is not None and callee.receiver.is_tensor:
             name, is_method = callee.method, True
         elif callee.kind == "external" and (callee.qualname or "").startswith("torch."):
             name, is_method = callee.qualname, False
         if name is None:
-            return {}, {}
+            return {}, {}, {}
         picked = results.choose(name, pos, kw, is_method)
         if picked is None:
-            return {}, {}
-        _, binding = picked
+            return {}, {}, {}
+        overload, binding = picked
         values = results.bound_values(binding, pos, kw, callee.receiver if is_method else None)
         nodes = {}
         for pname, (where, key) in binding.items():
@@ -1063,7 +1063,7 @@ class Walker:
                 nodes[pname] = positional[key]
             elif where == "kw" and key in keywords:
                 nodes[pname] = keywords[key]  # type: ignore[index]
-        return values, nodes
+        return values, nodes, {p.name: p.kinds for p in overload.params}
 
     def _result(self, node: cst.Call, callee: callees.Callee, pos: List[Value],
                 kw: Dict[str, Value], bound: Dict[str, Value]) -> Value:

@@ -1,0 +1,72 @@
+from shapelint.api import Call, Kind, Rule, Value
+
+
+class TensorAsSize(Rule):
+    """
+    ## What it does
+    Finds a tensor passed where torch expects a Python size or number: `x.new_zeros(n, 3)`
+    with `n = torch.div(x.size(0), 2, rounding_mode="floor")`, `torch.arange(mask.sum())`,
+    `x.view(torch.tensor(b), -1)`. The parameter kinds come from torch's own signatures.
+
+    ## Why is this bad?
+    A size must be a Python int (or a SymInt) while Dynamo traces. A tensor there has to be
+    read back into Python, which breaks the graph (as `.item()` does) and, once read, pins the
+    value: the shapes after it are data-dependent. Sizes computed with tensor ops
+    (`torch.div`, `t.max()`, `torch.tensor(n)`) instead of Python arithmetic are the usual
+    cause.
+
+    ## Example
+    ```python
+    half = torch.div(x.size(1), 2, rounding_mode="floor")
+    pad = x.new_zeros(x.size(0), half)
+    ```
+
+    ## Use instead
+    Keep sizes in Python arithmetic on `x.shape` (`x.size(1) // 2`), which Dynamo traces
+    symbolically; where the size really comes from data, set
+    `torch._dynamo.config.capture_scalar_outputs = True` and state its range with
+    `torch._check`.
+    """
+
+    code = "SL206"
+    name = "tensor-as-size"
+    summary = "A tensor is used where torch expects a size or a Python number"
+    evidence = ("graph-break",)
+    hint = "compute the size with Python arithmetic on x.shape, or capture it as an unbacked int"
+    VALID = ['''
+import torch
+class M(torch.nn.Module):
+    def forward(self, x):
+        half = x.size(1) // 2
+        pad = x.new_zeros(x.size(0), half)
+        scale = torch.tensor(2.0)
+        return torch.cat([x, pad], dim=1) * scale, torch.clamp(x, max=scale)
+''']
+    INVALID = ['''
+import torch
+class M(torch.nn.Module):
+    def forward(self, x):
+        half = torch.div(x.size(1), 2, rounding_mode="floor")
+        pad = x.new_zeros(x.size(0), half)  # error: SL206
+        count = (x > 0).sum()
+        idx = torch.arange(count)  # error: SL206
+        return pad.sum() + idx.sum()
+''']
+
+    def on_call(self, site: Call) -> None:
+        for name, value in site.bound.items():
+            kinds = site.param_kinds.get(name)
+            if not kinds or "tensor" in kinds or "tensors" in kinds or name in ("self", "input"):
+                continue
+            if not set(kinds) & {"int", "size", "number"}:
+                continue
+            for item in (value.elems if value.elems is not None else (value,)):
+                if _only_tensor(item):
+                    self.report(site, f"`{site.code()}` passes a tensor as `{name}`, which torch "
+                                      f"expects as a Python number; Dynamo reads it back into "
+                                      f"Python and breaks the graph")
+                    return
+
+
+def _only_tensor(v: Value) -> bool:
+    return v.is_tensor and v.kinds <= {Kind.TENSOR}
