@@ -664,6 +664,9 @@ def check(meta, mode_data, case_dir):
             m = re.match(r"\s*\d+/\d+: (?:self\.)?([\w.\[\]'_]+)", r["text"])
             if m:
                 names.add(m.group(1).split(".")[-1].split("[")[0])
+        # a buffer/parameter replaced in forward shows up as an input size mismatch naming it
+        for m in re.finditer(r"_(?:buffers|parameters)\['(\w+)'\]' size mismatch", r["text"]):
+            names.add(m.group(1))
     findings = []
     for e in meta.get("expected", []):
         at = f"{e['file']}:{e['line']}"
@@ -673,7 +676,8 @@ def check(meta, mode_data, case_dir):
             try:
                 with open(os.path.join(case_dir, e["file"])) as fh:
                     src = fh.read().splitlines()[e["line"] - 1]
-                if any(re.search(rf"self\.{re.escape(n)}\b\s*(\[.*\])?\s*[+\-*/]?=", src) for n in names):
+                if any(re.search(rf"self\.{re.escape(n)}\b\s*(\[.*\])?\s*[+\-*/]?=", src)
+                       or re.search(rf"register_buffer\(\s*[\"']{re.escape(n)}[\"']", src) for n in names):
                     seen.append("recompile_reason(name)")
             except (OSError, IndexError):
                 pass
