@@ -58,7 +58,14 @@ def tree(tmp_path):
 
 
 @pytest.fixture(scope="session")
-def cases_root():
+def cases_root(tmp_path_factory):
+    """The labelled cases, copied outside the repository: a command run in a case folder must
+    find no config above it (this repository's shapelint.toml ignores everything under
+    tests/), as in ../shared/cases."""
+    import shutil
+
     root = cases_dir()
     assert os.path.isdir(root), f"labelled cases not found at {root}"
-    return root
+    copy = tmp_path_factory.mktemp("labelled") / "cases"
+    shutil.copytree(root, str(copy), ignore=shutil.ignore_patterns("__pycache__", ".shapelint_cache"))
+    return str(copy)
