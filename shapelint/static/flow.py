@@ -24,7 +24,7 @@ from shapelint import api
 from shapelint.static import callees, dynamo, results, shapes
 from shapelint.static.project import FunctionInfo, ModuleInfo, Project
 from shapelint.static.regions import Regions
-from shapelint.static.types import ast_literal, ast_param_kinds, literal
+from shapelint.static.types import ast_literal, ast_param_kinds, kinds_of_ast_annotation, literal
 from shapelint.values import (CONST_DIM, NUMBERS, UNKNOWN, Dim, Dims, Kind, Origin, Tag, Value,
                               join_dims, tracked)
 
@@ -106,6 +106,8 @@ class Signature:
         self.kwonly: List[str] = list(fn.kwonly)
         self.kinds: Dict[str, frozenset] = {}
         self.defaults: Dict[str, Value] = {}
+        #: what the return annotation says (``-> torch.Tensor | None``)
+        self.returns = kinds_of_ast_annotation(fn.tree.returns)
         args = fn.tree.args
         positional = list(args.posonlyargs) + list(args.args)
         defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
@@ -1114,7 +1116,12 @@ class Walker:
                     both = declared if declared - {Kind.NONE} else have
                 if both != have and both:
                     bound[name] = bound[name].with_(kinds=both)
-        return self.a.call(self.ctx, target, bound)
+        result = self.a.call(self.ctx, target, bound)
+        if not result.kinds:  # the walk could not tell: the return annotation can
+            returns = signature(target).returns
+            if returns:
+                result = result.with_(kinds=returns)
+        return result
 
     def _method_result(self, node: cst.Call, recv: Value, method: str, pos: List[Value],
                        kw: Dict[str, Value]) -> Value:
