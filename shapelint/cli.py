@@ -240,8 +240,17 @@ def cmd_check(args: argparse.Namespace) -> int:
             sys.stdout.write(render("text", CheckResult(errors=result.errors,
                                                         files_checked=result.files_checked),
                                     rules=rules))
-        return 0 if args.exit_zero or not result.errors else 1
-    return emit(args, settings, result, rules, targets=[])
+        status = 0 if args.exit_zero or not result.errors else 1
+    else:
+        status = emit(args, settings, result, rules, targets=[])
+    if result.rule_errors:  # a bug in a rule, not in the code checked: said apart, exit 2
+        for e in result.rule_errors:
+            from shapelint.report.escape import clean
+
+            where = f"{e.path}:{e.line}: " if e.path else ""
+            _say(clean(f"shapelint: error: {where}{e.message}"))
+        return 2
+    return status
 
 
 def apply_filters(args: argparse.Namespace, result: CheckResult) -> CheckResult:

@@ -132,6 +132,8 @@ class CheckResult:
     errors: List[FileError] = field(default_factory=list)
     files_checked: int = 0
     unused_suppressions: List[Finding] = field(default_factory=list)
+    #: rules that raised (a bug in the rule, not in the analysed code): exit status 2
+    rule_errors: List[FileError] = field(default_factory=list)
 
     def all_findings(self) -> List[Finding]:
         return sorted(self.findings + self.unused_suppressions, key=Finding.sort_key)

@@ -37,7 +37,6 @@ class M(torch.nn.Module):
 UNUSED_NOQA = "import torch\nclass N(torch.nn.Module):\n    def forward(self, x):\n        return x  # noqa: SL101\n"
 #: what the text format prints for HAZARD in ok.py: the other files' findings must survive
 OK_FINDING = "ok.py:4:12: SL101 [size-branch]"
-ENGINE = "engine: lead (issue 13, static pass)"
 HARNESS = "harness: owners of shapelint/harness (issue 13)"
 
 
@@ -296,8 +295,7 @@ def form_feed(tmp_path):
 
 
 @row("a user rule that raises in `on_condition`", "shapelint check . -o out.txt",
-     "exit 2; one error naming the rule and the file; the built-in findings and the `-o` file kept",
-     pytest.mark.xfail(strict=True, reason=ENGINE))
+     "exit 2; one error naming the rule and the file; the built-in findings and the `-o` file kept")
 def raising_rule(tmp_path):
     write_tree(tmp_path, {"ok.py": HAZARD, "my_rules/boom.py": """\
         from shapelint.api import Condition, Rule

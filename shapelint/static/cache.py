@@ -155,5 +155,6 @@ def cached_check(paths: Sequence[str], settings: Settings, enabled: Sequence[str
         hit.errors = discover_errors + [e for e in hit.errors if e not in discover_errors]
         return hit
     result, depends = run()  # run() returns the result and its dependencies
-    cache.store(key, result, depends)
+    if not result.rule_errors:  # a rule's bug is not a result to replay once it is fixed
+        cache.store(key, result, depends)
     return result

@@ -198,6 +198,8 @@ class Engine(api.ReportSink):
         parse_errors.extend(e for e in checks.result() if e.path not in seen_errors
                             and os.path.abspath(e.path) not in parsed)
         result.errors.extend(parse_errors)
+        result.rule_errors = [FileError(path, line, 1, msg) for path, line, msg in
+                              sorted(self._failed_rules.values())]
 
         reported = {s.abspath for s in sources}
         result.findings = self._filter(reported)
@@ -218,12 +220,12 @@ class Engine(api.ReportSink):
 
         def walk(index: int) -> Dict[str, object]:  # runs in a forked child
             self._walk(shares[index])
-            for r in self.rules:
-                r.on_finish()
+            self._finish_rules()
             g = self.analyzer.graph  # type: ignore[union-attr]
             return {"findings": self._findings, "edges": list(g.edges),
                     "nodes": list(g.nodes(data=True)), "parsed": list(self.project.by_path),
-                    "function_errors": self._function_errors()}
+                    "function_errors": self._function_errors(),
+                    "rule_errors": list(self._failed_rules.items())}
 
         children = [parallel.Share(walk, i) for i in range(1, len(shares))]
         self._walk(shares[0])
@@ -234,8 +236,7 @@ class Engine(api.ReportSink):
                 self._walk(shares[child.index])
             else:
                 payloads.append(payload)
-        for r in self.rules:
-            r.on_finish()
+        self._finish_rules()
         errors = self._function_errors()
         for payload in payloads:
             for key, candidates in payload["findings"].items():  # type: ignore[union-attr]
@@ -245,16 +246,26 @@ class Engine(api.ReportSink):
             parallel.merge_graph(self.analyzer.graph, payload["edges"], payload["nodes"])  # type: ignore[arg-type,union-attr]
             self._parsed_elsewhere.update(payload["parsed"])  # type: ignore[arg-type]
             errors.extend(e for e in payload["function_errors"] if e not in errors)  # type: ignore[union-attr]
+            for key, error in payload["rule_errors"]:  # type: ignore[union-attr]
+                self._failed_rules.setdefault(tuple(key), error)  # type: ignore[arg-type]
         return errors
+
+    def _finish_rules(self) -> None:
+        for r in self.rules:
+            try:
+                r.on_finish()
+            except Exception as exc:  # noqa: BLE001 - a rule's bug must not end the run
+                self._failed_rules.setdefault((r.code, ""), (
+                    "", 1, f"rule {r.code} ({r.name}) raised {type(exc).__name__} in on_finish: "
+                           f"{str(exc)[:200]}; its findings are incomplete"))
 
     def _walk(self, entries: Sequence[FunctionInfo]) -> None:
         for entry in entries:
             self.analyzer.analyze_entry(entry)  # type: ignore[union-attr]
 
     def _function_errors(self) -> List[Tuple[str, int, str]]:
-        out = [(mod.path, line, msg) for mod in self.project.all_modules()
-               for line, msg in mod.function_errors]
-        return out + [e for e in self._failed_rules.values() if e not in out]
+        return [(mod.path, line, msg) for mod in self.project.all_modules()
+                for line, msg in mod.function_errors]
 
     def _parse(self, src: files_mod.SourceFile, errors: List[FileError],
                tree=None) -> Optional[ModuleInfo]:
