@@ -262,6 +262,8 @@ class Walker:
         self.cls = ctx.info.cls
         self._passthrough = False
         self._depth = 0
+        #: the path walked so far returned or raised
+        self.done = False
 
     # -- helpers ----------------------------------------------------------------------------------
     def emit(self, hook: str, site: api.Site) -> None:
@@ -290,6 +292,8 @@ class Walker:
     # -- statements -------------------------------------------------------------------------------
     def block(self, stmts: Sequence[cst.CSTNode]) -> None:
         for s in stmts:
+            if self.done:  # after a return or raise: dead code on this path
+                return
             self.stmt(s)
 
     def suite(self, node: Optional[cst.CSTNode]) -> None:
@@ -309,10 +313,15 @@ class Walker:
         and join what each leaves behind."""
         start = dict(self.env)
         joined: Optional[Dict[str, Value]] = None
+        ended = 0
         for suite, narrowed in arms:
             self.env = dict(start)
             self.env.update(narrowed)
+            self.done = False
             self.suite(suite)
+            if self.done:  # this arm returned or raised: nothing of it reaches what follows
+                ended += 1
+                continue
             if joined is None:
                 joined = self.env
             else:
@@ -322,6 +331,7 @@ class Walker:
                     if j is not v:
                         joined[k] = v if j is None else j.merge(v)
         self.env = joined if joined is not None else start
+        self.done = bool(arms) and ended == len(arms)
 
     def stmt(self, s: cst.CSTNode) -> None:
         self.ctx.stmt = s
@@ -359,6 +369,7 @@ class Walker:
                 self.suite(s.body)
             elif isinstance(s, (cst.Try, getattr(cst, "TryStar", cst.Try))):
                 self.suite(s.body)
+                self.done = False  # a handler may run after any statement of the body
                 for h in s.handlers:
                     if always_raises(h.body):
                         continue  # re-raising: never runs while the model works
@@ -367,6 +378,7 @@ class Walker:
                     self.suite(h.body)
                 self.suite(s.orelse)
                 self.suite(s.finalbody)
+                self.done = False
             elif isinstance(s, cst.Match):
                 self.condition(s.subject, "match")
                 self.branches(*[(c.body, {}) for c in s.cases])
@@ -384,7 +396,11 @@ class Walker:
             return
         body_raises = always_raises(s.body)
         else_raises = always_raises(s.orelse)
-        self.condition(s.test, "if", validates=body_raises or else_raises)
+        v = self.condition(s.test, "if", validates=body_raises or else_raises)
+        fixed = _const_truth(v)  # a flag the caller passed, is_tracing() returning is_compiling()
+        if fixed is not None:
+            self.suite(s.body if fixed else s.orelse)
+            return
         yes, no = self.narrow(s.test)
         arms = []
         if not body_raises:
@@ -419,12 +435,13 @@ class Walker:
         elif isinstance(s, cst.Return):
             if s.value is not None:
                 self.returns = self.returns.merge(self.ev(s.value))
+            self.done = True
         elif isinstance(s, cst.Assert):
             self.condition(s.test, "assert", validates=True)
             self.learn(s.test, holds=True)
             # the message is built only when the assertion fails
         elif isinstance(s, cst.Raise):
-            pass  # the exception's message is built only on the failing path
+            self.done = True  # the exception's message is built only on the failing path
         elif isinstance(s, cst.Del):
             pass
 
@@ -508,7 +525,10 @@ class Walker:
     def condition(self, expr: cst.BaseExpression, context: str, validates: bool = False) -> Value:
         if isinstance(expr, cst.BooleanOperation):
             left = self.condition(expr.left, context, validates)
-            if self.truth(expr.left) is (isinstance(expr.operator, cst.Or)):
+            decided = self.truth(expr.left)
+            if decided is None:
+                decided = _const_truth(left)
+            if decided is (isinstance(expr.operator, cst.Or)):
                 return left  # `x or y` with x true, `x and y` with x false: y never runs
             right = self.condition(expr.right, context, validates)
             return left.merge(right)
@@ -850,6 +870,14 @@ class Walker:
             else:
                 dims = (left if left.is_tensor else right).dims
             return Value(kinds=_TENSOR, tags=tags, origin=left.origin or right.origin, dims=dims)
+        if isinstance(left.const, bool) and isinstance(operator, (cst.BitOr, cst.BitOrAssign,
+                                                                  cst.BitAnd, cst.BitAndAssign)):
+            is_or = isinstance(operator, (cst.BitOr, cst.BitOrAssign))
+            if left.const is is_or:  # True | anything, False & anything
+                return left
+            if isinstance(right.const, bool):
+                return Value(kinds=_BOOL, const=(left.const | right.const) if is_or
+                             else (left.const & right.const))
         merged = left.merge(right)
         if merged.is_shape or (left.elems is not None and right.elems is not None):
             return Value(kinds=frozenset({Kind.SHAPE}) if merged.is_shape else frozenset({Kind.CONTAINER}),
@@ -893,7 +921,10 @@ class Walker:
 
     def ev_BooleanOperation(self, node: cst.BooleanOperation) -> Value:
         left = self.condition(node.left, "bool")
-        if self.truth(node.left) is (isinstance(node.operator, cst.Or)):
+        decided = self.truth(node.left)
+        if decided is None:
+            decided = _const_truth(left)
+        if decided is (isinstance(node.operator, cst.Or)):
             return left
         right = self.ev(node.right)
         return left.merge(right)
@@ -1161,6 +1192,9 @@ class Walker:
                          kw: Dict[str, Value]) -> Value:
         name = callee.qualname or ""
         first = pos[0] if pos else UNKNOWN
+        fixed = dynamo.compile_time_constant(name)
+        if fixed is not None:  # is_compiling() is True while Dynamo traces
+            return Value(kinds=_BOOL, const=fixed)
         if name in ("str", "repr", "format"):
             self.emit("on_format", api.Format(node.args[0].value if node.args else node, first,
                                               self.ctx))
