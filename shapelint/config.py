@@ -50,6 +50,9 @@ class Settings:
     dynamic_dims: Dict[str, Tuple[int, ...]] = field(default_factory=dict)
     #: turn on the rules whose measured precision on real code is under 0.9
     preview: bool = False
+    #: what one function may cost the static pass: past these it is reported and skipped
+    max_function_kib: int = 256
+    max_walk_seconds: float = 60.0
     rule_paths: Tuple[str, ...] = ()
     cache_dir: str = ".shapelint_cache"
     output_format: str = "text"
@@ -61,7 +64,8 @@ class Settings:
         """What changes findings: part of the cache key."""
         parts = [self.select, self.ignore, self.extend_select, sorted(self.per_file_ignores.items()),
                  self.entry_points, self.module_forward, self.scalar_arg_names, self.rule_paths,
-                 sorted(self.dynamic_dims.items()), self.preview]
+                 sorted(self.dynamic_dims.items()), self.preview, self.max_function_kib,
+                 self.max_walk_seconds]
         return repr(parts)
 
 
@@ -78,6 +82,8 @@ KEYS: Dict[str, Tuple[str, type, Optional[type]]] = {
     "scalar-arg-names": ("scalar_arg_names", list, str),
     "dynamic-dims": ("dynamic_dims", dict, list),
     "preview": ("preview", bool, None),
+    "max-function-kib": ("max_function_kib", int, None),
+    "max-walk-seconds": ("max_walk_seconds", (int, float), None),
     "rule-paths": ("rule_paths", list, str),
     "cache-dir": ("cache_dir", str, None),
     "output-format": ("output_format", str, None),
@@ -150,8 +156,9 @@ def validate(data: Dict[str, Any], path: str, known_codes: Optional[Sequence[str
             raise ConfigError(f"{path}: unknown key `{key}`{(' in ' + where) if where else ''}"
                               f"{_closest(key, list(KEYS))}")
         attr, typ, elem = KEYS[key]
-        if not isinstance(value, typ):
-            raise ConfigError(f"{path}: `{key}` must be a {typ.__name__}, got {type(value).__name__}")
+        if not isinstance(value, typ) or (isinstance(value, bool) and typ is not bool):
+            name = " or ".join(t.__name__ for t in typ) if isinstance(typ, tuple) else typ.__name__
+            raise ConfigError(f"{path}: `{key}` must be a {name}, got {type(value).__name__}")
         if typ is list and elem is not None and not all(isinstance(v, elem) for v in value):
             raise ConfigError(f"{path}: every item of `{key}` must be a {elem.__name__}")
         if key == "per-file-ignores":
@@ -160,6 +167,8 @@ def validate(data: Dict[str, Any], path: str, known_codes: Optional[Sequence[str
             value = validate_dynamic_dims(value, path)
         elif key == "targets":
             value = [validate_target(t, path, i) for i, t in enumerate(value)]
+        elif key in ("max-function-kib", "max-walk-seconds") and value <= 0:
+            raise ConfigError(f"{path}: `{key}` must be positive, got {value}")
         elif key == "output-format":
             from shapelint.report import FORMATS
 

@@ -7,6 +7,7 @@ import glob
 import os
 
 import libcst as cst
+import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from conftest import REPO, cases_dir, check_tree, write_tree
@@ -252,3 +253,29 @@ def test_functions_with_the_same_text_share_a_tree_and_keep_their_own_lines(tmp_
     Project().add(mod)
     a, b = mod.classes["A"].methods["forward"], mod.classes["B"].methods["forward"]
     assert a.node is not None and a.node is b.node
+
+
+def test_a_function_past_the_size_limit_is_reported_and_the_rest_goes_on(tmp_path):
+    from conftest import check_tree, write_tree
+
+    big = "\n".join(f"        y{i} = x + {i}" for i in range(80))
+    write_tree(tmp_path, {
+        "big.py": f"import torch\nclass Big(torch.nn.Module):\n    def forward(self, x):\n{big}\n"
+                  f"        return x\n",
+        "small.py": "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+                    "        if x.shape[0] > 4:\n            return x\n        return x * 2\n",
+    })
+    result = check_tree(tmp_path, max_function_kib=1)
+    assert [(os.path.basename(f.path), f.line, f.rule) for f in result.findings] == [("small.py", 4, "SL101")]
+    errors = [e for e in result.errors if e.path.endswith("big.py")]
+    assert errors and "max-function-kib" in errors[0].message
+
+
+def test_limits_are_validated_config_keys(tmp_path):
+    from shapelint.config import ConfigError, validate
+
+    assert validate({"max-function-kib": 64, "max-walk-seconds": 2.5}, str(tmp_path / "s.toml")
+                    ).max_walk_seconds == 2.5
+    for bad in ({"max-function-kib": 0}, {"max-walk-seconds": True}, {"max-function-kib": "1"}):
+        with pytest.raises(ConfigError, match=next(iter(bad))):
+            validate(bad, str(tmp_path / "s.toml"))

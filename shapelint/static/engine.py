@@ -20,7 +20,7 @@ from shapelint.static import files as files_mod
 from shapelint.static import parallel
 from shapelint.static.flow import Analyzer, FunctionContext
 from shapelint.static.regions import Regions
-from shapelint.static.project import (FunctionInfo, ModuleInfo, Project,
+from shapelint.static.project import (FunctionInfo, Limits, ModuleInfo, Project,
                                       ast_dotted, may_hold_region, parse_ast)
 from shapelint.static.engine_paths import anchor, exclude_patterns
 from shapelint.static.suppress import Suppressions
@@ -62,6 +62,7 @@ class Engine(api.ReportSink):
         self._entry_order: Dict[str, int] = {}
         self._suppressions: Dict[str, Suppressions] = {}
         self.project = Project()
+        self.project.limits = Limits(self.settings.max_function_kib, self.settings.max_walk_seconds)
         self.analyzer: Optional[Analyzer] = None
         self._texts: Dict[str, files_mod.SourceFile] = {}
         self._parsed_elsewhere: Set[str] = set()  # files a forked process parsed
