@@ -29,16 +29,35 @@ from shapelint.registry import all_rules  # noqa: E402
 from shapelint.static.engine import Engine  # noqa: E402
 
 
+_DIMS = None
+
+
 def declared_dims(folder: str) -> Dict[str, Tuple[int, ...]]:
-    """``{"*": dims}`` from the case's ``varies`` ("sequence length (dim -2) = 4 + batch")."""
+    """``dynamic-dims`` from the case's ``varies``: "sequence length (dim 1 of input_ids)" ->
+    ``{"input_ids": (1,)}``, "(dims 2 and 3)" -> ``{"*": (2, 3)}``, "(dim 2 of q, dim 1 of
+    position_ids)" -> one entry per name."""
     import re
 
     from _cases import tomllib
 
+    global _DIMS
+    if _DIMS is None:
+        name = r"(?!dims?\b)[A-Za-z_]\w*"
+        _DIMS = re.compile(r"\bdims? (-?\d+)((?:(?:,| and) -?\d+)*)(?: of (%s(?:(?:, | and )%s)*))?"
+                           % (name, name))
     with open(os.path.join(folder, "case.toml"), "rb") as fh:
         varies = str(tomllib.load(fh).get("varies", ""))
-    dims = tuple(sorted({int(d) for d in re.findall(r"\(dim (-?\d+)\)", varies)}))
-    return {"*": dims} if dims else {}
+    out: Dict[str, set] = {}
+    for m in _DIMS.finditer(varies):
+        if re.match(r"\)?\s*(?:is|are) (?:always|constant)", varies[m.end():]):
+            continue  # "the frame count (dim 2) is always 3": a dim that does not vary
+        dims = {int(m.group(1))} | {int(d) for d in re.findall(r"-?\d+", m.group(2) or "")}
+        names = re.split(r", | and ", m.group(3)) if m.group(3) else ["*"]
+        for n in names:
+            if n in ("the", "both", "every", "each"):
+                continue
+            out.setdefault(n, set()).update(dims)
+    return {k: tuple(sorted(v)) for k, v in out.items()}
 
 
 def check_case(folder: str, rules, enabled, declare: bool = True):
