@@ -23,11 +23,11 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KIND_RULES: Dict[str, Tuple[str, ...]] = {
     "size-branch": ("SL101", "SL105"),
     "value-branch": ("SL201",),
-    "item-or-scalar-read": ("SL202",),
+    "item-or-scalar-read": ("SL202", "SL206"),
     "size-to-python-int": ("SL103",),
     "size-loop": ("SL102", "SL205"),
     "dynamic-output-shape": ("SL204",),
-    "graph-break-call": ("SL203", "SL402"),
+    "graph-break-call": ("SL203", "SL402", "SL403"),
     "module-state-mutation": ("SL302",),
     "python-scalar-arg": ("SL301",),
     "zero-one-specialization": ("SL105",),

@@ -98,7 +98,7 @@ class M(torch.nn.Module):
         v = site.value
         if not v.is_size or site.validates or v.varies is not True or v.dim is None:
             return  # a constant dim, an unknown one, or a validation check: no recompile
-        self.report(site, f"`{site.code()}` depends on the tensor size "
+        self.report(site, f"`{site.short_code()}` depends on the tensor size "
                           f"{site.fn.describe(v.origin)}, which varies between calls "
                           f"({v.dim.label}); Dynamo guards on it and recompiles when an input "
                           f"takes the other branch")

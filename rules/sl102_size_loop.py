@@ -86,7 +86,7 @@ class M(torch.nn.Module):
             return
         d = tensor.dims.at(dim)
         if d.varies:
-            self.report(site, f"`{site.code()}` cuts dim {dim} ({d.label}) into pieces: their "
+            self.report(site, f"`{site.short_code()}` cuts dim {dim} ({d.label}) into pieces: their "
                               f"number and sizes are Python numbers, so each new size "
                               f"recompiles (`split` specializes the dim)")
 

@@ -1,5 +1,5 @@
-from shapelint.api import (BinaryOp, Call, Effect, Format, Rule, Subscript, size_function,
-                           varying_size)
+from shapelint.api import (BinaryOp, Call, Effect, Format, NameUse, Rule, Subscript,
+                           size_function, varying_size)
 
 
 class SizeToPython(Rule):
@@ -60,11 +60,26 @@ class M(torch.nn.Module):
         s = math.log(x.shape[0])  # error: SL103
         scale = {1: 1.0, 2: 0.5}.get(x.shape[0], 0.25)  # error: SL103
         return x * len(w) * s * scale
+''', '''
+import torch
+class M(torch.nn.Module):
+    def forward(self, x):
+        n = x.shape[0]
+        peak = x.abs().max().item()
+        return x[: n - 1] * peak  # error: SL103
 ''']
+
+    def on_name_use(self, site: NameUse) -> None:
+        if site.after_break and not site.passthrough and varying_size(site.value):
+            self.report(site, f"`{site.name}` holds the tensor size "
+                              f"{site.fn.describe(site.value.origin)} and crosses the graph break "
+                              f"at line {site.break_line}: the resumed frame takes it as a Python "
+                              f"int and guards its value (`{site.name} == <value>`), recompiling "
+                              f"when it changes")
 
     def on_format(self, site: Format) -> None:
         if varying_size(site.value):
-            self.report(site, f"`{site.code()}` formats the tensor size "
+            self.report(site, f"`{site.short_code()}` formats the tensor size "
                               f"{site.fn.describe(site.value.origin)} ({site.value.dim.label}) "
                               f"as text; that specializes it")
 
@@ -75,17 +90,17 @@ class M(torch.nn.Module):
         callee = site.callee or ""
         if size_function(callee) is Effect.SPECIALIZE and callee not in ("str", "repr", "format",
                                                                          "range"):
-            self.report(site, f"`{site.code()}` turns the tensor size "
+            self.report(site, f"`{site.short_code()}` turns the tensor size "
                               f"{site.fn.describe(first.origin)} into a concrete Python number")
         elif site.method == "get" and site.receiver is not None and not site.receiver.is_tensor:
-            self.report(site, f"`{site.code()}` looks up a dict by the tensor size "
+            self.report(site, f"`{site.short_code()}` looks up a dict by the tensor size "
                               f"{site.fn.describe(first.origin)}; the key must be concrete")
 
     def on_subscript(self, site: Subscript) -> None:
         if varying_size(site.value) and not site.container.is_tensor and \
                 not site.container.is_shape and not site.container.is_tensor_seq and \
                 (site.container.is_state or site.container.elems is not None):
-            self.report(site, f"`{site.code()}` indexes a Python container with the tensor size "
+            self.report(site, f"`{site.short_code()}` indexes a Python container with the tensor size "
                               f"{site.fn.describe(site.value.origin)}; the key must be concrete")
 
     def on_binary_op(self, site: BinaryOp) -> None:
@@ -96,5 +111,5 @@ class M(torch.nn.Module):
             return
         for seq, count in ((node.left, site.right), (node.right, site.left)):
             if isinstance(seq, (cst.List, cst.Tuple)) and varying_size(count):
-                self.report(site, f"`{site.code()}` repeats a Python list by the tensor size "
+                self.report(site, f"`{site.short_code()}` repeats a Python list by the tensor size "
                                   f"{site.fn.describe(count.origin)}; the length must be concrete")

@@ -48,6 +48,6 @@ class M(torch.nn.Module):
 
     def on_condition(self, site: Condition) -> None:
         if site.value.zero_one:
-            self.report(site, f"`{site.code()}` compares the size "
+            self.report(site, f"`{site.short_code()}` compares the size "
                               f"{site.fn.describe(site.value.origin)} with 0/1; torch decides it by "
                               f"the size-1 specialization, so batch 1 gets its own graph")

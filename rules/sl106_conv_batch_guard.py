@@ -59,5 +59,5 @@ class M(nn.Module):
             x = site.args[0] if site.args else site.arg("input")
             if x is None or x.dims is None or x.dims.at(0).varies is not True:
                 return  # the guard matters only where the batch varies
-            self.report(site, f"`{site.code()}` runs a convolution; on CPU torch guards on "
+            self.report(site, f"`{site.short_code()}` runs a convolution; on CPU torch guards on "
                               f"batch < 16, so the first batch of 16 or more recompiles")

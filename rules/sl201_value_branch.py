@@ -62,5 +62,5 @@ class M(torch.nn.Module):
         # a tensor on every path (None aside): `skip = False; if self.training: skip = p < q`
         # is a Python bool while the model serves, and a tensor only while it trains
         if site.value.is_tensor and site.value.kinds <= {Kind.TENSOR, Kind.NONE}:
-            self.report(site, f"`{site.code()}` is a tensor value used as a Python bool; Dynamo "
+            self.report(site, f"`{site.short_code()}` is a tensor value used as a Python bool; Dynamo "
                               f"breaks the graph here to evaluate it")

@@ -59,12 +59,12 @@ class M(torch.nn.Module):
     def on_call(self, site: Call) -> None:
         recv = site.receiver
         if site.method in ("item", "tolist", "numpy") and recv is not None and recv.is_tensor:
-            self.report(site, f"`{site.code()}` reads tensor data into Python; Dynamo breaks the "
+            self.report(site, f"`{site.short_code()}` reads tensor data into Python; Dynamo breaks the "
                               f"graph (or, with capture_scalar_outputs, makes an unbacked symbol)")
             return
         callee = site.callee or ""
         first = site.args[0] if site.args else None
         if first is not None and first.is_tensor and (
                 callee in ("int", "float") or callee.startswith("math.")):
-            self.report(site, f"`{site.code()}` converts a tensor to a Python number; Dynamo "
+            self.report(site, f"`{site.short_code()}` converts a tensor to a Python number; Dynamo "
                               f"breaks the graph to read it")

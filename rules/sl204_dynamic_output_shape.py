@@ -74,10 +74,10 @@ class M(torch.nn.Module):
         if name == "nonzero_static":
             return
         if name:
-            self.report(site, f"`{site.code()}` ({name}) has an output shape that depends on "
+            self.report(site, f"`{site.short_code()}` ({name}) has an output shape that depends on "
                               f"tensor values; Dynamo breaks the graph or makes unbacked sizes")
 
     def on_subscript(self, site: Subscript) -> None:
         if site.container.is_tensor and site.value.is_mask:
-            self.report(site, f"`{site.code()}` indexes with a boolean mask; the result's length "
+            self.report(site, f"`{site.short_code()}` indexes with a boolean mask; the result's length "
                               f"depends on the data")

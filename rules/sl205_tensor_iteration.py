@@ -52,5 +52,5 @@ class M(torch.nn.Module):
             return
         first = v.dims.at(0)
         if first.varies:
-            self.report(site, f"iterating `{site.code()}` unrolls a Python loop over its first "
+            self.report(site, f"iterating `{site.short_code()}` unrolls a Python loop over its first "
                               f"dimension ({first.label}); Dynamo specializes on its size")

@@ -62,7 +62,7 @@ class M(torch.nn.Module):
                 continue
             for item in (value.elems if value.elems is not None else (value,)):
                 if _only_tensor(item):
-                    self.report(site, f"`{site.code()}` passes a tensor as `{name}`, which torch "
+                    self.report(site, f"`{site.short_code()}` passes a tensor as `{name}`, which torch "
                                       f"expects as a Python number; Dynamo reads it back into "
                                       f"Python and breaks the graph")
                     return

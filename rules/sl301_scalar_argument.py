@@ -102,7 +102,7 @@ class M(torch.nn.Module):
             where = f"`{origin.symbol}` (line {origin.line})"
             if branches:
                 for site in branches[:1]:
-                    self.report(site, f"`{site.code()}` tests the Python {kind} argument "
+                    self.report(site, f"`{site.short_code()}` tests the Python {kind} argument "
                                       f"`{origin.text}` of {where}; Dynamo guards on its value "
                                       f"and recompiles for each value that flips the test",
                                 unless_nested=root)

@@ -79,6 +79,6 @@ class Model(torch.nn.Module):
         v = site.value
         if site.fn.qualname in self._broken and v.has(Tag.INSTANCE) and \
                 not (v.is_tensor or v.is_size) and site.fn.is_method:
-            self.report(site, f"`{site.code()}` tests module state after a graph break; the "
+            self.report(site, f"`{site.short_code()}` tests module state after a graph break; the "
                               f"resumed frame is shared by every instance, so each instance's "
                               f"value recompiles it")

@@ -47,5 +47,5 @@ class M(torch.nn.Module):
     def on_condition(self, site: Condition) -> None:
         v = site.value
         if v.detail == "none-test" and not v.is_size and v.origin is not None:
-            self.report(site, f"`{site.code()}` tests whether an optional argument was passed; "
+            self.report(site, f"`{site.short_code()}` tests whether an optional argument was passed; "
                               f"each combination of present arguments compiles its own graph")

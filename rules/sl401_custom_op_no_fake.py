@@ -57,5 +57,5 @@ class M(torch.nn.Module):
     def on_call(self, site: Call) -> None:
         if any(d.endswith("custom_op") for d in site.decorators) and not site.has_fake \
                 and site.target_returns_value:
-            self.report(site, f"`{site.code()}` calls a custom op that has no register_fake; "
+            self.report(site, f"`{site.short_code()}` calls a custom op that has no register_fake; "
                               f"torch.compile cannot propagate shapes through it and fails")

@@ -50,5 +50,5 @@ class M(torch.nn.Module):
 
     def on_call(self, site: Call) -> None:
         if any(d in DISABLE_DECORATORS for d in site.decorators):
-            self.report(site, f"`{site.code()}` calls a function excluded with "
+            self.report(site, f"`{site.short_code()}` calls a function excluded with "
                               f"torch.compiler.disable; Dynamo breaks the graph around it")

@@ -32,7 +32,7 @@ __all__ = [
     "CONST_DIM", "UNKNOWN", "UNKNOWN_DIM", "UNKNOWN_DIMS", "Dim", "DimInfo", "Dims", "Kind", "Origin",
     "Tag", "Value", "join_dims", "tracked", "Function", "Site", "Condition", "Call", "Iteration",
     "Format", "Subscript", "StateWrite", "BinaryOp", "NameUse", "Rule", "ReportSink",
-    "graph_break_reason", "untraceable_reason", "is_python_io", "Effect", "size_function", "varying_size", "EVIDENCE_KINDS", "LOGGER_METHODS", "DISABLE_DECORATORS",
+    "graph_break_reason", "breaks_graph", "untraceable_reason", "is_python_io", "Effect", "size_function", "varying_size", "EVIDENCE_KINDS", "LOGGER_METHODS", "DISABLE_DECORATORS",
 ]
 
 # The facts rules test with ``value.has(...)`` (kept as names for rules written against
@@ -101,6 +101,11 @@ class Site:
     def code(self, node: Optional["cst.CSTNode"] = None) -> str:
         """Source text of a node (the site's own node by default)."""
         return self.fn.code(node if node is not None else self.node)
+
+    def short_code(self, node: Optional["cst.CSTNode"] = None, limit: int = 60) -> str:
+        """The source text on one line, cut at ``limit`` characters (for messages)."""
+        text = " ".join(self.code(node).split())
+        return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 @dataclass
@@ -233,10 +238,17 @@ class BinaryOp(Site):
 @dataclass
 class NameUse(Site):
     """A read of a tracked name (a scalar argument, a mutable module global); ``passthrough``
-    when it is only handed on to a helper that the engine follows (the real use is inside)."""
+    when it is only handed on to a helper that the engine follows (the real use is inside).
+
+    ``after_break``: the first read of a local Python number after a graph break in its
+    function (a size computed before the break, or a value the break read from a tensor).
+    The rest of the function runs as a new frame that takes it as an input, and Dynamo guards
+    its value there; ``break_line`` is where the graph broke."""
 
     name: str = ""
     passthrough: bool = False
+    after_break: bool = False
+    break_line: int = 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -369,6 +381,22 @@ def untraceable_reason(site: Call) -> Optional[str]:
     if last in dynamo.GRAPH_BREAK_MODULES and site.module_class.startswith("torch.nn"):
         return f"`{last}` (a recurrent module) is not traced into the graph"
     return None
+
+
+def breaks_graph(hook: str, site: Site) -> bool:
+    """Whether Dynamo ends the graph at this site: a call :func:`graph_break_reason` names,
+    an op whose output shape depends on data, or a tensor value steering Python control flow."""
+    if isinstance(site, Call):
+        if graph_break_reason(site):
+            return True
+        recv = site.receiver
+        name = site.method if recv is not None and recv.is_tensor else \
+            (site.callee or "").rsplit(".", 1)[-1] if (site.callee or "").startswith("torch.") else ""
+        return name in dynamo.DATA_DEPENDENT_OPS
+    if isinstance(site, Condition):
+        v = site.value
+        return v.is_tensor and v.kinds <= {Kind.TENSOR, Kind.NONE}
+    return False
 
 
 def graph_break_reason(site: Call) -> Optional[str]:

@@ -154,6 +154,11 @@ def size_function(qualname: str) -> Optional[Effect]:
     return None
 
 
+#: ops whose output shape depends on tensor values: Dynamo breaks the graph there (without
+#: capture_dynamic_output_shape_ops)
+DATA_DEPENDENT_OPS = frozenset({"nonzero", "masked_select", "unique", "unique_consecutive",
+                                "argwhere", "bincount"})
+
 #: Python I/O that breaks the graph
 IO_FUNCTIONS = ("print", "warnings.warn", "logging.", "builtins.print", "sys.stdout.write",
                 "sys.stderr.write", "tqdm.")

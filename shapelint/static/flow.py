@@ -137,6 +137,9 @@ class Analyzer:
         self._memo: Dict[Tuple, Tuple[Value, Dict[str, Value]]] = {}
         self._stack: List[str] = []
         self.deadline = float("inf")
+        #: which walks broke the graph (by memo key), and whether the last call's did
+        self._broke: Dict[Tuple, bool] = {}
+        self.callee_broke = False
 
     # -- entry points -------------------------------------------------------------------------
     def analyze_entry(self, fn: FunctionInfo) -> None:
@@ -162,6 +165,7 @@ class Analyzer:
         key = (id(fn), tuple(sorted((k, _shape_of(v)) for k, v in args.items())))
         hit = self._memo.get(key)
         if hit is not None:
+            self.callee_broke = self._broke.get(key, False)
             return _rebase(hit[0], hit[1], args)
         if fn.qualname in self._stack or len(self._stack) >= MAX_DEPTH:
             return UNKNOWN
@@ -170,6 +174,7 @@ class Analyzer:
         try:
             walker = Walker(self, FunctionContext(fn, root), args)
             result = walker.run()
+            self._broke[key] = walker.broke_at is not None
         except (TooDeep, RecursionError):
             # reported as a file error; the function's callers and the other entries go on
             error = (fn.tree.lineno, f"`{fn.symbol}` is too deeply nested to analyse")
@@ -179,6 +184,7 @@ class Analyzer:
         finally:
             self._stack.pop()
         self._memo[key] = (result, args)
+        self.callee_broke = self._broke.get(key, False)
         return result
 
     def call(self, caller: FunctionContext, callee: FunctionInfo, args: Dict[str, Value]) -> Value:
@@ -264,11 +270,30 @@ class Walker:
         self._depth = 0
         #: the path walked so far returned or raised
         self.done = False
+        #: where the graph first broke in this function (None: it did not)
+        self.broke_at: Optional[cst.CSTNode] = None
+        self.last_break: Optional[cst.CSTNode] = None
+        #: the statement whose call broke the graph in a callee (what it binds crossed too)
+        self.returned_across: Optional[cst.CSTNode] = None
+        #: names holding Python numbers that crossed a graph break, until their first read
+        self.crossed: Dict[str, cst.CSTNode] = {}
 
     # -- helpers ----------------------------------------------------------------------------------
     def emit(self, hook: str, site: api.Site) -> None:
         site.near = self.ctx.stmt
         self.a.dispatch(hook, site)
+        if hook in ("on_call", "on_condition") and api.breaks_graph(hook, site):
+            self.graph_break(site.node)
+
+    def graph_break(self, node: cst.CSTNode) -> None:
+        """The graph ends here: what follows runs in a new frame, which takes this function's
+        Python numbers as inputs (first time: the ones computed from sizes before it)."""
+        if self.broke_at is None:
+            self.broke_at = node
+        self.last_break = node
+        for name, v in self.env.items():
+            if (v.is_size and v.varies) or (Tag.DATA in v.tags and not v.is_tensor):
+                self.crossed.setdefault(name, node)
 
     def origin(self, node: cst.CSTNode) -> Origin:
         """Where ``node``'s value comes from; its text and line are worked out if quoted."""
@@ -449,6 +474,12 @@ class Walker:
     def bind(self, target: cst.CSTNode, v: Value, value_node: Optional[cst.CSTNode] = None) -> None:
         if isinstance(target, cst.Name):
             self.env[target.value] = v
+            self.crossed.pop(target.value, None)  # a fresh value, traced in the new frame
+            if self.broke_at is not None and not v.is_tensor and v.kinds and not v.kinds - NUMBERS \
+                    and (Tag.DATA in v.tags or (self.returned_across is not None and
+                                                self.returned_across is self.ctx.stmt and
+                                                v.is_size and v.varies)):
+                self.crossed[target.value] = self.last_break  # type: ignore[assignment]
         elif isinstance(target, (cst.Tuple, cst.List)):
             elems = [e for e in target.elements]
             for i, e in enumerate(elems):
@@ -713,6 +744,11 @@ class Walker:
         if v.is_scalar_arg:
             self.emit("on_name_use", api.NameUse(node, v, self.ctx, name=node.value,
                                                  passthrough=self._passthrough))
+        where = self.crossed.pop(node.value, None)
+        if where is not None:
+            self.emit("on_name_use", api.NameUse(node, v, self.ctx, name=node.value,
+                                                 passthrough=self._passthrough, after_break=True,
+                                                 break_line=self.ctx.line(where)))
         return v
 
     def ev_Attribute(self, node: cst.Attribute) -> Value:
@@ -1147,7 +1183,12 @@ class Walker:
                     both = declared if declared - {Kind.NONE} else have
                 if both != have and both:
                     bound[name] = bound[name].with_(kinds=both)
+        self.a.callee_broke = False
         result = self.a.call(self.ctx, target, bound)
+        if self.a.callee_broke:  # the graph broke inside: this frame resumes after the call,
+            # taking what the call returned as an input too
+            self.graph_break(self.ctx.stmt if self.ctx.stmt is not None else target.node)  # type: ignore[arg-type]
+            self.returned_across = self.ctx.stmt
         if not result.kinds:  # the walk could not tell: the return annotation can
             returns = signature(target).returns
             if returns:
