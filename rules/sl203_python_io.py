@@ -4,8 +4,11 @@ from shapelint.api import Call, Rule, is_python_io
 class PythonIO(Rule):
     """
     ## What it does
-    Finds `print(...)`, `logging`/logger calls and `warnings.warn(...)` inside a compiled
-    region (measured: each graph-breaks on torch 2.13).
+    Finds `print(...)`, `logging`/logger calls (`logger.warning_once` too) and
+    `warnings.warn(...)` inside a compiled region (measured: each graph-breaks on torch 2.13),
+    where they run on the path the model takes as configured: a warning under a test of
+    settings (`if use_cache and self.training:`, `if verbose:`, `if head_mask is not None:`)
+    or on a path that raises is not reported; one under a test of sizes or data is.
 
     ## Why is this bad?
     Dynamo cannot put I/O in a graph: it breaks the graph, runs the call eagerly and starts a
@@ -51,6 +54,8 @@ class M(torch.nn.Module):
 ''']
 
     def on_call(self, site: Call) -> None:
-        if is_python_io(site):
+        # a warning under a test of settings (`if use_cache and self.training:`, `if verbose:`,
+        # `if head_mask is not None:`) runs only when the model is configured that way
+        if is_python_io(site) and not site.flag_guarded:
             self.report(site, f"`{site.code().splitlines()[0]}` does Python I/O inside the "
                               f"compiled region; Dynamo breaks the graph here")

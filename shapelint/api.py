@@ -97,6 +97,10 @@ class Site:
     fn: Function
     #: the statement that holds ``node`` (set by the engine; speeds up finding its line)
     near: Any = dataclasses.field(default=None, init=False, repr=False, compare=False)
+    #: the site runs only under a test of Python settings (a flag, an optional argument, the
+    #: config), in its function or in a caller on the way here: only some configurations
+    #: reach it (``if use_cache and self.training: logger.warning(...)``)
+    flag_guarded: bool = dataclasses.field(default=False, init=False, repr=False, compare=False)
 
     def code(self, node: Optional["cst.CSTNode"] = None) -> str:
         """Source text of a node (the site's own node by default)."""

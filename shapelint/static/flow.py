@@ -156,13 +156,14 @@ class Analyzer:
             self._stack.clear()
 
     # -- calls ----------------------------------------------------------------------------------
-    def _analyze(self, fn: FunctionInfo, args: Dict[str, Value], root: str) -> Value:
+    def _analyze(self, fn: FunctionInfo, args: Dict[str, Value], root: str,
+                 flag_guarded: bool = False) -> Value:
         """Walk ``fn`` with ``args``, once per distinct *kind* of arguments.
 
         The memo ignores where the arguments came from and which entry got here: a helper
         that twenty forwards call with a tensor is walked once, not twenty times (findings
         are per source line anyway). A reused result is rebased onto the caller's origins."""
-        key = (id(fn), tuple(sorted((k, _shape_of(v)) for k, v in args.items())))
+        key = (id(fn), flag_guarded, tuple(sorted((k, _shape_of(v)) for k, v in args.items())))
         hit = self._memo.get(key)
         if hit is not None:
             self.callee_broke = self._broke.get(key, False)
@@ -172,7 +173,7 @@ class Analyzer:
         self._memo[key] = (UNKNOWN, args)
         self._stack.append(fn.qualname)
         try:
-            walker = Walker(self, FunctionContext(fn, root), args)
+            walker = Walker(self, FunctionContext(fn, root), args, flag_guarded)
             result = walker.run()
             self._broke[key] = walker.broke_at is not None
         except (TooDeep, RecursionError):
@@ -187,10 +188,11 @@ class Analyzer:
         self.callee_broke = self._broke.get(key, False)
         return result
 
-    def call(self, caller: FunctionContext, callee: FunctionInfo, args: Dict[str, Value]) -> Value:
+    def call(self, caller: FunctionContext, callee: FunctionInfo, args: Dict[str, Value],
+             flag_guarded: bool = False) -> Value:
         self.graph.add_edge(caller.qualname, callee.qualname)
         self.graph.nodes[callee.qualname].setdefault("path", callee.module.path)
-        return self._analyze(callee, args, caller.root)
+        return self._analyze(callee, args, caller.root, flag_guarded)
 
     def reads_of(self, cls) -> set:
         """``self.<attr>`` names loaded anywhere in the class's methods and its bases'."""
@@ -259,8 +261,12 @@ def always_raises(node: Optional[cst.CSTNode]) -> bool:
 class Walker:
     """Walks one function body with an environment of Values."""
 
-    def __init__(self, analyzer: Analyzer, ctx: FunctionContext, args: Dict[str, Value]) -> None:
+    def __init__(self, analyzer: Analyzer, ctx: FunctionContext, args: Dict[str, Value],
+                 flag_guarded: bool = False) -> None:
         self.a = analyzer
+        #: how many enclosing tests of Python settings the walk is under (a caller's count 1)
+        self.flag_guards = 1 if flag_guarded else 0
+        self.flag_test = False  # set by condition()
         self.ctx = ctx
         self.mod = ctx.module
         self.env: Dict[str, Value] = dict(args)
@@ -281,6 +287,7 @@ class Walker:
     # -- helpers ----------------------------------------------------------------------------------
     def emit(self, hook: str, site: api.Site) -> None:
         site.near = self.ctx.stmt
+        site.flag_guarded = self.flag_guards > 0
         self.a.dispatch(hook, site)
         if hook in ("on_call", "on_condition") and api.breaks_graph(hook, site):
             self.graph_break(site.node)
@@ -432,8 +439,13 @@ class Walker:
             arms.append((s.body, yes))
         if not else_raises:
             arms.append((s.orelse, no))
-        if arms:
-            self.branches(*arms)
+        flag = self.flag_test
+        self.flag_guards += flag
+        try:
+            if arms:
+                self.branches(*arms)
+        finally:
+            self.flag_guards -= flag
         if body_raises != else_raises:  # a validation check: what it checked holds from here
             self.learn(s.test, holds=else_raises)
 
@@ -554,20 +566,29 @@ class Walker:
 
     # -- conditions -------------------------------------------------------------------------------
     def condition(self, expr: cst.BaseExpression, context: str, validates: bool = False) -> Value:
+        """Evaluate a test, hand each operand of ``and``/``or``/``not`` to the rules, and set
+        ``self.flag_test``: whether the test's true side runs only in some configurations."""
         if isinstance(expr, cst.BooleanOperation):
+            is_and = isinstance(expr.operator, cst.And)
             left = self.condition(expr.left, context, validates)
+            left_flag = self.flag_test
             decided = self.truth(expr.left)
             if decided is None:
                 decided = _const_truth(left)
-            if decided is (isinstance(expr.operator, cst.Or)):
+            if decided is (not is_and):
                 return left  # `x or y` with x true, `x and y` with x false: y never runs
             right = self.condition(expr.right, context, validates)
+            # `a and b` needs both: one setting decides it; `a or b` needs one: both must be
+            self.flag_test = (left_flag or self.flag_test) if is_and else (left_flag and self.flag_test)
             return left.merge(right)
         if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
             return self.condition(expr.expression, context, validates)
         if self.truth(expr) is not None:
-            return self.ev(expr)
+            v = self.ev(expr)
+            self.flag_test = False
+            return v
         v = self.ev(expr)
+        self.flag_test = _is_flag_test(v)
         self.emit("on_condition", api.Condition(expr, v, self.ctx, context=context,
                                                 validates=validates))
         return v
@@ -1184,7 +1205,7 @@ class Walker:
                 if both != have and both:
                     bound[name] = bound[name].with_(kinds=both)
         self.a.callee_broke = False
-        result = self.a.call(self.ctx, target, bound)
+        result = self.a.call(self.ctx, target, bound, self.flag_guards > 0)
         if self.a.callee_broke:  # the graph broke inside: this frame resumes after the call,
             # taking what the call returned as an input too
             self.graph_break(self.ctx.stmt if self.ctx.stmt is not None else target.node)  # type: ignore[arg-type]
@@ -1291,6 +1312,13 @@ def _drop0(dims: Optional[Dims]) -> Optional[Dims]:
 def _all_const() -> Dims:
     """A parameter's or buffer's dims: fixed, whatever its rank."""
     return Dims((CONST_DIM,) * 4, (CONST_DIM,) * 4, None)
+
+
+def _is_flag_test(v: Value) -> bool:
+    """A test of settings (module state, the config, whether an optional argument or a
+    keyword was given), not of a tensor's value, a varying size or an argument the caller of
+    the compiled entry passes: which side runs depends on how the model is configured."""
+    return not v.is_tensor and not (v.tags & {Tag.SIZE, Tag.DATA, Tag.SCALAR})
 
 
 def _const_truth(v: Optional[Value]) -> Optional[bool]:
