@@ -118,8 +118,17 @@ def _self_member(w: "Walker", func: cst.Attribute) -> Callee:
 
 
 def _module_call(w: "Walker", receiver: Value) -> Callee:
-    """Calling an nn.Module instance runs its forward."""
+    """Calling an nn.Module instance runs its forward. A Sequential runs its modules one
+    after the other, and an item of a ModuleList of mixed classes may be any of them: a
+    ``modules`` callee, which the walk calls class by class."""
     module_class = receiver.detail
+    if "|" in module_class or receiver.has(Kind.MODULES):
+        return Callee("modules", receiver=receiver, module_class=module_class)
+    return module_callee(w, module_class, receiver)
+
+
+def module_callee(w: "Walker", module_class: str, receiver: Optional[Value] = None) -> Callee:
+    """Calling an instance of ``module_class``: its forward when the class is in the tree."""
     cls = w.a.project.class_of(module_class, w.mod) if module_class else None
     fwd = w.a.project.method(cls, "forward") if cls is not None else None
     return Callee("module", receiver=receiver, module_class=module_class, target=fwd,

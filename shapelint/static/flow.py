@@ -1073,6 +1073,8 @@ class Walker:
     # -- calls ------------------------------------------------------------------------------------
     def ev_Call(self, node: cst.Call) -> Value:
         callee = callees.resolve(self, node.func)
+        if callee.kind == "modules":
+            return self._call_modules(node, callee)
         pos, kw, starred = self._arguments(node, follow=callee.target is not None)
         bound, bound_nodes, param_kinds = self._bind(callee, node, pos, kw, starred)
         target = callee.target
@@ -1089,6 +1091,30 @@ class Walker:
                         bound_nodes=bound_nodes, param_kinds=param_kinds)
         self.emit("on_call", site)
         return self._result(node, callee, pos, kw, bound)
+
+    def _call_modules(self, node: cst.Call, callee: callees.Callee) -> Value:
+        """A Sequential called (its modules in order, each on what the last returned), or an
+        item of a mixed ModuleList called (each class it may be, on the same arguments)."""
+        pos, kw, starred = self._arguments(node, follow=True)
+        receiver = callee.receiver
+        chain = receiver is not None and receiver.has(Kind.MODULES)
+        classes = [c for c in callee.module_class.split("|") if c]
+        if not classes:
+            return UNKNOWN
+        out: Optional[Value] = None
+        for cls in classes:
+            one = callees.module_callee(self, cls, receiver)
+            bound, bound_nodes, _ = self._bind(one, node, pos, kw, starred)
+            self.emit("on_call", api.Call(node, UNKNOWN, self.ctx, callee=callee.qualname,
+                                          receiver=receiver, args=tuple(pos), kwargs=kw,
+                                          module_class=cls, bound=bound, bound_nodes=bound_nodes))
+            result = self._result(node, one, pos, kw, bound)
+            if chain:
+                pos, kw = [result], {}
+                out = result
+            else:
+                out = result if out is None else out.merge(result)
+        return out if out is not None else UNKNOWN
 
     def _arguments(self, node: cst.Call, follow: bool
                    ) -> Tuple[List[Value], Dict[str, Value], bool]:

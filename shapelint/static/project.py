@@ -480,6 +480,26 @@ def _init_attrs(init: FunctionNode, module: ModuleInfo) -> Dict[str, AttrInfo]:
     return attrs
 
 
+def _module_items(args: List[ast.expr]) -> List[ast.expr]:
+    """The module expressions of ``nn.Sequential(a, b)``, ``nn.ModuleList([a, b])``,
+    ``nn.Sequential(*[Block() for ...])``, ``nn.ModuleDict({"a": a})``."""
+    out: List[ast.expr] = []
+    for arg in args:
+        if isinstance(arg, ast.Starred):
+            arg = arg.value
+        if isinstance(arg, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
+            out.append(arg.elt)
+        elif isinstance(arg, (ast.List, ast.Tuple, ast.Set)):
+            out.extend(arg.elts)
+        elif isinstance(arg, ast.Dict):
+            out.extend(v for v in arg.values if v is not None)
+        elif isinstance(arg, ast.DictComp):
+            out.append(arg.value)
+        else:
+            out.append(arg)
+    return out
+
+
 def _classify(value: ast.expr, module: ModuleInfo, params: Dict[str, ast.arg],
               defaults: Dict[str, ast.expr]) -> AttrInfo:
     if isinstance(value, (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)):
@@ -515,15 +535,15 @@ def _classify(value: ast.expr, module: ModuleInfo, params: Dict[str, ast.arg],
         if fname in CONTAINER_CALLS or fname.startswith("collections."):
             return AttrInfo("container")
         if fname in MODULE_LIST_CLASSES or fname.endswith(("ModuleList", "ModuleDict", "Sequential")):
-            elem = ""
-            if value.args:
-                arg = value.args[0]
-                inner = getattr(arg, "elt", None)
-                if isinstance(arg, (ast.List, ast.Tuple)) and arg.elts:
-                    inner = arg.elts[0]
-                if isinstance(inner, ast.Call):
-                    elem = module.resolve(ast_dotted(inner.func) or "")
-            return AttrInfo("module_list", elem)
+            # the element classes, in order: "A|B|C" (a Sequential runs them one after another;
+            # iterating a ModuleList of mixed blocks may give any of them)
+            classes: List[str] = []
+            for item in _module_items(value.args):
+                if isinstance(item, ast.Call):
+                    name = module.resolve(ast_dotted(item.func) or "")
+                    if name and name not in classes:
+                        classes.append(name)
+            return AttrInfo("module_list", "|".join(classes))
         if fname.startswith("torch.nn.") and fname.split(".")[-1][:1].isupper():
             if fname.endswith(("Parameter", "Buffer")):
                 return AttrInfo("tensor")
