@@ -80,7 +80,7 @@ class M(torch.nn.Module):
         n = x.shape[0]
         if n > 8:  # error: SL101
             return x * 2
-        return x
+        return x + 1
 ''', '''
 import torch
 def pad_rows(x, multiple):

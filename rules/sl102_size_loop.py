@@ -1,4 +1,4 @@
-from shapelint.api import RANGE, Call, Iteration, Rule, Value
+from shapelint.api import RANGE, Call, Iteration, Rule, Value, varying_size
 
 
 class SizeLoop(Rule):
@@ -33,7 +33,7 @@ import torch
 class M(torch.nn.Module):
     def __init__(self):
         super().__init__()
-        self.heads = torch.nn.ModuleList(torch.nn.Linear(4, 4) for _ in range(3))
+        self.heads = torch.nn.ModuleList(torch.nn.Linear(8, 8) for _ in range(3))
     def forward(self, x):
         out = 0
         for i in range(len(self.heads)):
@@ -53,6 +53,8 @@ class M(torch.nn.Module):
         for t in range(x.size(1)):  # error: SL102
             h = h + x[:, t]
         return h
+def inputs(seq_len):
+    return (torch.randint(0, 10, (2, seq_len)),)
 ''', '''
 import torch
 class M(torch.nn.Module):
@@ -69,20 +71,30 @@ class M(torch.nn.Module):
 
     def on_call(self, site: Call) -> None:
         recv = site.receiver
-        # split(k) makes ceil(n / k) pieces: a count that changes with n. chunk(c) makes c
-        # pieces whatever n is, and stays symbolic (measured: tests/cases/shared/b34)
-        if site.method == "split" and recv is not None and recv.is_tensor:
-            tensor, offset = recv, 0
-        elif site.callee == "torch.split" and site.args and site.args[0].is_tensor:
-            tensor, offset = site.args[0], 1
+        method = site.method if recv is not None and recv.is_tensor else None
+        function = (site.callee or "") if site.args and site.args[0].is_tensor else ""
+        if method in ("split", "chunk"):
+            tensor, offset, op = recv, 0, method
+        elif function in ("torch.split", "torch.chunk"):
+            tensor, offset, op = site.args[0], 1, function.rsplit(".", 1)[-1]
         else:
+            return
+        if op == "chunk":
+            # chunk(c) makes c pieces whatever the size (symbolic, measured on
+            # tests/cases/shared/b34); a count computed from a varying size is a new number
+            # of pieces, a new graph, for each size
+            count = site.arg("chunks", offset)
+            if count is not None and varying_size(count):
+                self.report(site, f"`{site.short_code()}` makes a number of pieces computed from "
+                                  f"the tensor size {site.fn.describe(count.origin)}, which varies "
+                                  f"({count.dim.label}); each new count is a new graph")
             return
         count = site.arg("split_size", offset) or site.arg("split_size_or_sections", offset)
         if count is None or not _is_int(count):
             return  # a list of sizes gives a fixed number of chunks
         dim_value = site.arg("dim", offset + 1)
         dim = dim_value.const if dim_value is not None else 0
-        if not isinstance(dim, int) or tensor.dims is None:
+        if not isinstance(dim, int) or tensor is None or tensor.dims is None:
             return
         d = tensor.dims.at(dim)
         if d.varies:

@@ -50,16 +50,26 @@ import torch
 class M(torch.nn.Module):
     def forward(self, x):
         key = f"tri_{x.shape[0]}"  # error: SL103
-        return x
+        return x * 2
+''', '''
+import torch
+class M(torch.nn.Module):
+    def forward(self, x):
+        w = [1.0] * x.shape[0]  # error: SL103
+        return x * len(w)
 ''', '''
 import math
 import torch
 class M(torch.nn.Module):
     def forward(self, x):
-        w = [1.0] * x.shape[0]  # error: SL103
         s = math.log(x.shape[0])  # error: SL103
+        return x * s
+''', '''
+import torch
+class M(torch.nn.Module):
+    def forward(self, x):
         scale = {1: 1.0, 2: 0.5}.get(x.shape[0], 0.25)  # error: SL103
-        return x * len(w) * s * scale
+        return x * scale
 ''', '''
 import torch
 class M(torch.nn.Module):

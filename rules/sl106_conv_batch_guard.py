@@ -39,7 +39,7 @@ import torch
 class M(torch.nn.Module):
     def __init__(self):
         super().__init__()
-        self.fc = torch.nn.Linear(4, 4)
+        self.fc = torch.nn.Linear(8, 8)
     def forward(self, x):
         return self.fc(x)
 ''']
@@ -52,6 +52,8 @@ class M(nn.Module):
         self.conv = nn.Conv2d(3, 4, 3)
     def forward(self, x):
         return torch.relu(self.conv(x))  # error: SL106
+def inputs(batch):
+    return (torch.randn(batch, 3, 8, 8),)
 ''']
 
     def on_call(self, site: Call) -> None:

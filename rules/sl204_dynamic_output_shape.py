@@ -40,7 +40,9 @@ class M(torch.nn.Module):
         y = torch.where(x > 0, x, torch.zeros_like(x))
         y = y.masked_fill(y > 3, 3.0)
         z = cu.repeat_interleave(counts, output_size=x.shape[0])
-        return y[:, 0] + x[counts]
+        return y + x[cu]
+def inputs(batch):
+    return torch.randn(batch, 8), torch.ones(batch, dtype=torch.long), torch.arange(batch)
 ''']
     INVALID = ['''
 import torch
@@ -53,6 +55,8 @@ class M(torch.nn.Module):
         rep2 = x.repeat_interleave(repeats=counts, dim=1)  # error: SL204
         idx = torch.nonzero(x)  # error: SL204
         return picked.sum() + pos.sum() + rep.sum()
+def inputs(batch):  # repeats along dim 0 and dim 1: a square x
+    return torch.randn(batch, batch), torch.arange(batch)
 ''']
 
     def on_call(self, site: Call) -> None:

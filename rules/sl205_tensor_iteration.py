@@ -31,7 +31,7 @@ import torch
 class M(torch.nn.Module):
     def __init__(self):
         super().__init__()
-        self.layers = torch.nn.ModuleList([torch.nn.Linear(4, 4)])
+        self.layers = torch.nn.ModuleList([torch.nn.Linear(8, 8)])
     def forward(self, x):
         for layer in self.layers:
             x = layer(x)

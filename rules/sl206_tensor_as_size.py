@@ -46,8 +46,8 @@ class M(torch.nn.Module):
 import torch
 class M(torch.nn.Module):
     def forward(self, x):
-        half = torch.div(x.size(1), 2, rounding_mode="floor")
-        pad = x.new_zeros(x.size(0), half)  # error: SL206
+        half = torch.div(x.size(0), 2, rounding_mode="floor")
+        pad = x.new_zeros(half, x.size(1))  # error: SL206
         count = (x > 0).sum()
         idx = torch.arange(count)  # error: SL206
         return pad.sum() + idx.sum()

@@ -43,6 +43,8 @@ import torch
 class M(torch.nn.Module):
     def forward(self, logits, temperature: float):
         return (logits / temperature).softmax(-1)
+def inputs(batch):  # a new temperature on each call
+    return torch.randn(4, 8), 1.0 + batch / 10
 ''', '''
 import torch
 class Inner(torch.nn.Module):
@@ -63,6 +65,8 @@ class M(torch.nn.Module):
         if y == 2:  # error: SL301
             return x - 1
         return x
+def inputs(batch):  # a new y on each call
+    return torch.randn(4, 8), batch
 ''', '''
 import torch
 def gather(q, max_len: int):
@@ -70,6 +74,8 @@ def gather(q, max_len: int):
 class M(torch.nn.Module):
     def forward(self, q, max_decode_len: int):
         return gather(q, max_decode_len)
+def inputs(batch):  # a new max_decode_len on each call
+    return torch.randn(4, 8), batch
 ''']
 
     def __init__(self, sink) -> None:

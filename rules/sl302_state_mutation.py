@@ -50,12 +50,19 @@ class M(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.counter = 0
-        self.cache = {"end": 0}
     def forward(self, x):
         self.counter += 1  # error: SL302
+        return x * 2
+''', '''
+import torch
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cache = {"end": 0}
+    def forward(self, x):
         start = self.cache["end"]
         self.cache["end"] = start + x.shape[1]  # error: SL302
-        return x
+        return x * 2
 ''']
 
     def on_state_write(self, site: StateWrite) -> None:

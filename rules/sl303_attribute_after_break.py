@@ -45,6 +45,8 @@ class Block(torch.nn.Module):
         if self.layer_idx % 2 == 0:
             return x * 2
         return x
+def build():
+    return torch.nn.Sequential(*[Block(i) for i in range(4)])
 ''']
     INVALID = ['''
 import torch
@@ -55,8 +57,8 @@ class Block(torch.nn.Module):
     def forward(self, x):
         gain = x.abs().mean().item()
         if self.layer_idx % 2 == 0:  # error: SL303
-            return x * gain
-        return x
+            return x * 2
+        return x * gain
 class Model(torch.nn.Module):
     def __init__(self):
         super().__init__()

@@ -34,6 +34,8 @@ import torch
 class M(torch.nn.Module):
     def forward(self, x, mask):
         return x.masked_fill(mask, 0)
+def inputs(batch):
+    return torch.randn(batch, 8), torch.rand(batch, 8) > 0.5
 ''']
     INVALID = ['''
 import torch
@@ -41,7 +43,9 @@ class M(torch.nn.Module):
     def forward(self, x, mask=None):
         if mask is not None:  # error: SL305
             x = x.masked_fill(mask, 0)
-        return x
+        return x * 2
+def inputs(batch):  # a mask on some calls only
+    return torch.randn(batch, 8), (torch.rand(batch, 8) > 0.5 if batch % 2 else None)
 ''']
 
     def on_condition(self, site: Condition) -> None:

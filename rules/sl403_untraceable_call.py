@@ -35,7 +35,7 @@ from torch import nn
 class M(nn.Module):
     def __init__(self):
         super().__init__()
-        self.cell = nn.GRUCell(4, 4)
+        self.cell = nn.GRUCell(8, 8)
     def forward(self, x):
         return self.cell(x)
 ''']
@@ -48,8 +48,16 @@ class M(nn.Module):
         self.lstm = nn.LSTM(4, 4, batch_first=True)
     def forward(self, x):
         out, _ = self.lstm(x)  # error: SL403
+        return out
+def inputs(batch):
+    return (torch.randn(batch, 3, 4),)
+''', '''
+import torch
+from torch import nn
+class M(nn.Module):
+    def forward(self, x):
         with torch.backends.cudnn.flags(enabled=False):  # error: SL403
-            out = out * 2
+            out = x * 2
         return out
 ''']
 

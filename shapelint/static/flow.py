@@ -109,6 +109,9 @@ class Signature:
         #: what the return annotation says (``-> torch.Tensor | None``)
         self.returns = kinds_of_ast_annotation(fn.tree.returns)
         args = fn.tree.args
+        #: the ``*args`` and ``**kwargs`` parameters' names
+        self.star = args.vararg.arg if args.vararg is not None else None
+        self.star_kw = args.kwarg.arg if args.kwarg is not None else None
         positional = list(args.posonlyargs) + list(args.args)
         defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
         for a, d in list(zip(positional, defaults)) + list(zip(args.kwonlyargs, args.kw_defaults)):
@@ -1215,9 +1218,19 @@ class Walker:
             params = params[1:]
         bound: Dict[str, Value] = dict(zip(params, pos))
         names = set(params) | set(sig.kwonly)
+        extra_kw: Dict[str, Value] = {}
         for k, v in kw.items():
             if k in names:
                 bound[k] = v
+            else:
+                extra_kw[k] = v
+        if sig.star is not None:  # def f(*tensors): the extra positional arguments, in order
+            extra = tuple(pos[len(params):])
+            bound[sig.star] = Value(kinds=frozenset({Kind.TENSORS}) if extra and
+                                    all(e.is_tensor for e in extra) else frozenset({Kind.CONTAINER}),
+                                    elems=extra)
+        if sig.star_kw is not None and extra_kw and all(v.is_tensor for v in extra_kw.values()):
+            bound[sig.star_kw] = Value(kinds=frozenset({Kind.TENSOR_DICT}))
         for name in list(params) + list(sig.kwonly):  # what the caller left to the default
             if name not in bound and name in sig.defaults:
                 bound[name] = sig.defaults[name]

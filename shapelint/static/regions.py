@@ -36,6 +36,10 @@ COMPILE_DECORATORS = ("torch.compile", "torch.compiler.compile", "torch._dynamo.
 MARKS = {"mark_dynamic": Dim.VARY, "maybe_mark_dynamic": Dim.VARY, "mark_unbacked": Dim.VARY,
          "mark_static": Dim.CONST}
 _MARK_WORD = re.compile(r"\b(?:maybe_)?mark_(?:dynamic|unbacked|static)\s*\(")
+#: names of flags, by the conventions of transformers, diffusers and timm (``return_dict``,
+#: ``output_attentions``, ``use_cache``, ``is_causal``...)
+FLAG_NAME = re.compile(r"^(?:return|output|use|is|has|do|enable|disable|skip|apply|with|"
+                       r"interpolate)_|_(?:flag|only)$|^(?:training|verbose|debug|causal)$")
 #: parameter names of token ids and masks: (batch, sequence)
 SEQUENCE_INPUT = re.compile(r"(?:^|_)(?:ids|mask|labels|tokens)$")
 _INT_NAMES = frozenset({"n", "k", "m", "step", "steps", "offset", "idx", "index", "length",
@@ -216,7 +220,10 @@ class Regions:
             kinds = frozenset({Kind.INT}) if (name in self.settings.scalar_arg_names or
                                                looks_like_int(name)) else frozenset({Kind.TENSOR})
         elif not kinds and ann is None and _is_none(p.default):  # forward(self, x, mask=None)
-            kinds = frozenset({Kind.TENSOR, Kind.NONE})
+            # a flag by its name (return_dict=None, output_attentions=None), else an optional
+            # input tensor
+            kinds = frozenset({Kind.BOOL, Kind.NONE}) if FLAG_NAME.search(name) \
+                else frozenset({Kind.TENSOR, Kind.NONE})
         if Kind.TENSOR in kinds:
             return Value(kinds=kinds, origin=origin, dims=self.arg_dims(name))
         if Kind.TENSORS in kinds:

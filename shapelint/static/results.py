@@ -13,7 +13,7 @@ from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 from shapelint.static import dynamo, shapes
 from shapelint.static.torch_api import Binding, Overload, TorchAPI, load
-from shapelint.values import (UNKNOWN, DimInfo, Dims, Kind, Origin, Tag, Value, join_dims,
+from shapelint.values import (CONST_DIM, UNKNOWN, DimInfo, Dims, Kind, Origin, Tag, Value, join_dims,
                               tracked)
 
 Args = Sequence[Value]
@@ -90,6 +90,11 @@ MASK_OPS = frozenset({"eq", "ne", "gt", "ge", "lt", "le", "isnan", "isinf", "isf
                       "isneginf", "isposinf", "logical_and", "logical_or", "logical_not",
                       "logical_xor", "bool", "any", "all", "isclose", "eq_", "signbit", "isin",
                       "greater", "less", "greater_equal", "less_equal", "not_equal", "equal"})
+#: methods that move, copy or reshape a tensor without changing its values: a mask stays one
+KEEPS_VALUES = frozenset({"to", "contiguous", "clone", "detach", "cpu", "cuda", "view", "reshape",
+                          "flatten", "squeeze", "unsqueeze", "expand", "expand_as", "transpose",
+                          "permute", "repeat", "t", "view_as", "reshape_as", "narrow", "select",
+                          "unflatten", "movedim", "swapaxes"})
 #: tensor results sized by tensor values (their dims are data-dependent)
 DATA_SIZED = frozenset({"nonzero", "masked_select", "unique", "unique_consecutive", "argwhere",
                         "bincount"})
@@ -131,8 +136,10 @@ def torch_result(name: str, short: str, args: Args, kwargs: Kwargs, origin: Orig
             dims = shapes.method_dims(short, receiver, args, kwargs)
         else:
             dims = shapes.function_dims(short, args, kwargs)
+        mask = short in MASK_OPS or (receiver is not None and receiver.is_mask and
+                                     short in KEEPS_VALUES)
         return Value(kinds=frozenset({Kind.TENSOR}),
-                     tags=frozenset({Tag.MASK}) if short in MASK_OPS else frozenset(),
+                     tags=frozenset({Tag.MASK}) if mask else frozenset(),
                      origin=origin, dims=dims), bound
     if ret in ("tensors", "tensor_tuple"):
         if receiver is not None:
@@ -212,7 +219,10 @@ def module_result(cls: str, args: Args, kwargs: Kwargs, origin: Origin) -> Value
     """Calling a torch.nn module (a class outside the tree, by qualified name)."""
     last = cls.rsplit(".", 1)[-1]
     if last in ("LSTM", "GRU", "RNN", "MultiheadAttention"):
-        out = Value(kinds=frozenset({Kind.TENSOR}), origin=origin)
+        # (output, state) / (output, weights): the output keeps the query's (input's) leading
+        # dims, with a feature dim fixed by the module
+        dims = shapes.dims_of(args[0]).with_last(CONST_DIM) if args else None
+        out = Value(kinds=frozenset({Kind.TENSOR}), origin=origin, dims=dims)
         return Value(kinds=frozenset({Kind.TENSORS}), origin=origin, elems=(out, UNKNOWN))
     if last in ("ModuleList", "ModuleDict", "ParameterList", "ParameterDict"):
         return UNKNOWN
