@@ -1,4 +1,4 @@
-from shapelint.api import (BinaryOp, Call, Effect, Format, NameUse, Rule, Subscript,
+from shapelint.api import (BinaryOp, Call, Effect, Format, Kind, NameUse, Rule, Subscript,
                            size_function, varying_size)
 
 
@@ -94,6 +94,15 @@ class M(torch.nn.Module):
                               f"as text; that specializes it")
 
     def on_call(self, site: Call) -> None:
+        if (site.callee or "").endswith(("functional.interpolate", "functional.upsample")):
+            scale = site.arg("scale_factor", 2)
+            parts = scale.elems if scale is not None and scale.elems is not None else (scale,)
+            for part in parts:
+                if part is not None and varying_size(part) and Kind.FLOAT in part.kinds:
+                    self.report(site, f"`{site.short_code()}` takes a float scale_factor computed "
+                                      f"from the tensor size {site.fn.describe(part.origin)}; "
+                                      f"Dynamo guards the float's exact value")
+                    return
         first = site.args[0] if site.args else None
         if first is None or not varying_size(first):
             return

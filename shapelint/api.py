@@ -267,6 +267,25 @@ class Rule:
 
     The class docstring is the rule's documentation, in four sections: ``What it does``,
     ``Why is this bad?``, ``Example``, ``Use instead``.
+
+    ``VALID`` and ``INVALID`` examples are whole modules, and torch must agree with them:
+    ``tests/test_rule_examples_replay.py`` replays each one with the harness (``torch.compile``,
+    backend eager, CPU, torch's default dynamic mode) at batch sizes 1, 2, 3, 4, 8 and 17. Each
+    line of an INVALID example marked ``# error: CODE`` must be blamed by an event of a kind
+    ``evidence`` lists; a VALID example must have no event blamed on any of its lines (batch 1
+    compiling a static graph and batch 2 a dynamic one blame no line). How an example runs:
+
+    - the model is ``build()`` when the example defines one; otherwise its outermost
+      ``nn.Module`` class (the last one defined that no other class of the example uses),
+      built with no arguments;
+    - ``inputs(batch)``, when the example defines it, is called with each size of the sweep and
+      gives the forward's arguments (a tuple, ``(args, kwargs)``, a dict or one tensor), e.g.
+      an int argument that changes between calls, or a 4-d image batch; otherwise each forward
+      parameter without a default gets ``torch.randn(batch, 8)``.
+
+    Keep the examples runnable: a forward whose first call builds an empty graph (``return x``
+    on the path batch 1 takes) is skipped by Dynamo for good and shows nothing, and a size that
+    one line specializes is a constant for the lines after it (one hazard per example then).
     """
 
     code: ClassVar[str] = ""
@@ -400,6 +419,8 @@ def breaks_graph(hook: str, site: Site) -> bool:
     if isinstance(site, Condition):
         v = site.value
         return v.is_tensor and v.kinds <= {Kind.TENSOR, Kind.NONE}
+    if isinstance(site, Subscript):  # x[mask]: its length depends on the data
+        return site.container.is_tensor and site.value.is_mask
     return False
 
 

@@ -34,6 +34,9 @@ MAX_DEPTH = 12
 MAX_EXPRESSION_DEPTH = 200
 MUTATORS = frozenset({"append", "extend", "insert", "pop", "popitem", "update", "setdefault",
                       "clear", "add", "remove", "discard", "appendleft"})
+#: builtins that iterate over their (tensor) arguments
+ITERATING_BUILTINS = frozenset({"list", "tuple", "zip", "enumerate", "iter", "sorted",
+                                "reversed", "set", "frozenset", "dict", "map", "filter"})
 _KEPT = frozenset({Tag.SIZE, Tag.SCALAR, Tag.STATE, Tag.DATA, Tag.GLOBAL, Tag.INSTANCE})
 _BOOL = frozenset({Kind.BOOL})
 _INT = frozenset({Kind.INT})
@@ -143,6 +146,9 @@ class Analyzer:
         #: which walks broke the graph (by memo key), and whether the last call's did
         self._broke: Dict[Tuple, bool] = {}
         self.callee_broke = False
+        #: walks under way in a frame Dynamo skipped (a graph break in a loop): sites there
+        #: are not traced, so not handed to the rules
+        self.eager = 0
 
     # -- entry points -------------------------------------------------------------------------
     def analyze_entry(self, fn: FunctionInfo) -> None:
@@ -166,7 +172,8 @@ class Analyzer:
         The memo ignores where the arguments came from and which entry got here: a helper
         that twenty forwards call with a tensor is walked once, not twenty times (findings
         are per source line anyway). A reused result is rebased onto the caller's origins."""
-        key = (id(fn), flag_guarded, tuple(sorted((k, _shape_of(v)) for k, v in args.items())))
+        key = (id(fn), flag_guarded, self.eager > 0,
+               tuple(sorted((k, _shape_of(v)) for k, v in args.items())))
         hit = self._memo.get(key)
         if hit is not None:
             self.callee_broke = self._broke.get(key, False)
@@ -279,6 +286,10 @@ class Walker:
         self._depth = 0
         #: the path walked so far returned or raised
         self.done = False
+        #: how many loops (and comprehensions) enclose the statement walked
+        self.loops = 0
+        #: the graph broke inside a loop: the rest of this frame runs eagerly
+        self.eager = False
         #: where the graph first broke in this function (None: it did not)
         self.broke_at: Optional[cst.CSTNode] = None
         self.last_break: Optional[cst.CSTNode] = None
@@ -289,10 +300,13 @@ class Walker:
 
     # -- helpers ----------------------------------------------------------------------------------
     def emit(self, hook: str, site: api.Site) -> None:
+        if self.a.eager:  # Dynamo gave up on this frame: it runs eagerly, nothing is traced
+            return
         site.near = self.ctx.stmt
         site.flag_guarded = self.flag_guards > 0
         self.a.dispatch(hook, site)
-        if hook in ("on_call", "on_condition") and api.breaks_graph(hook, site):
+        if hook in ("on_call", "on_condition", "on_subscript") and self.flag_guards == 0 and \
+                api.breaks_graph(hook, site):  # (a break under a setting's test may not run)
             self.graph_break(site.node)
 
     def graph_break(self, node: cst.CSTNode) -> None:
@@ -301,6 +315,11 @@ class Walker:
         if self.broke_at is None:
             self.broke_at = node
         self.last_break = node
+        if self.loops and not self.eager:
+            # a graph break inside a loop: Dynamo skips the frame and runs it eagerly, so
+            # nothing after it in this function (or what it calls) is traced
+            self.eager = True
+            self.a.eager += 1
         for name, v in self.env.items():
             if (v.is_size and v.varies) or (Tag.DATA in v.tags and not v.is_tensor):
                 self.crossed.setdefault(name, node)
@@ -320,8 +339,12 @@ class Walker:
 
     def run(self) -> Value:
         node = self.ctx.info.node
-        if node is not None:
-            self.block(node.body.body)  # IndentedBlock or one-line suite alike
+        try:
+            if node is not None:
+                self.block(node.body.body)  # IndentedBlock or one-line suite alike
+        finally:
+            if self.eager:
+                self.a.eager -= 1
         return self.returns
 
     # -- statements -------------------------------------------------------------------------------
@@ -386,15 +409,23 @@ class Walker:
                     self.suite(s.orelse)
                     return
                 self.condition(s.test, "while")
-                for _ in range(2):  # loop-carried values
-                    self.branches((s.body, {}), (None, {}))
+                self.loops += 1
+                try:
+                    for _ in range(2):  # loop-carried values
+                        self.branches((s.body, {}), (None, {}))
+                finally:
+                    self.loops -= 1
                 self.suite(s.orelse)
             elif isinstance(s, cst.For):
                 it = self.ev(s.iter)
                 self.emit("on_iteration", api.Iteration(s.iter, it, self.ctx))
-                for _ in range(2):
-                    self.bind(s.target, self.elem(it))
-                    self.branches((s.body, {}), (None, {}))
+                self.loops += 1
+                try:
+                    for _ in range(2):
+                        self.bind(s.target, self.elem(it))
+                        self.branches((s.body, {}), (None, {}))
+                finally:
+                    self.loops -= 1
                 self.suite(s.orelse)
             elif isinstance(s, cst.With):
                 for item in s.items:
@@ -1050,6 +1081,13 @@ class Walker:
         return Value(kinds=frozenset({Kind.OBJECT}))
 
     def _comprehension(self, node: cst.BaseComp) -> Value:
+        self.loops += 1
+        try:
+            return self._comprehension_body(node)
+        finally:
+            self.loops -= 1
+
+    def _comprehension_body(self, node: cst.BaseComp) -> Value:
         saved = dict(self.env)
         comp = node.for_in
         while comp is not None:
@@ -1293,6 +1331,10 @@ class Walker:
                          kw: Dict[str, Value]) -> Value:
         name = callee.qualname or ""
         first = pos[0] if pos else UNKNOWN
+        if name in ITERATING_BUILTINS:  # list(x), zip(scores, boxes): iterate each argument
+            for a, value in zip(node.args, pos):
+                if value.is_tensor:
+                    self.emit("on_iteration", api.Iteration(a.value, value, self.ctx))
         fixed = dynamo.compile_time_constant(name)
         if fixed is not None:  # is_compiling() is True while Dynamo traces
             return Value(kinds=_BOOL, const=fixed)
