@@ -58,6 +58,11 @@ class M(torch.nn.Module):
 
     def on_call(self, site: Call) -> None:
         recv = site.receiver
+        if site.method == "__contains__" and recv is not None and recv.is_tensor:
+            self.report(site, f"`{site.short_code()}` tests membership in a tensor: "
+                              f"Tensor.__contains__ reads the answer back into Python, so "
+                              f"Dynamo breaks the graph")
+            return
         if site.method in ("item", "tolist", "numpy") and recv is not None and recv.is_tensor:
             self.report(site, f"`{site.short_code()}` reads tensor data into Python; Dynamo breaks the "
                               f"graph (or, with capture_scalar_outputs, makes an unbacked symbol)")

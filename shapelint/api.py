@@ -427,8 +427,10 @@ def breaks_graph(hook: str, site: Site) -> bool:
 def graph_break_reason(site: Call) -> Optional[str]:
     """Why a call breaks the graph, or None. Shared by the graph-break rules and SL303."""
     callee = site.callee or ""
-    if site.method in ("item", "tolist", "numpy") and site.receiver is not None \
+    if site.method in ("item", "tolist", "numpy", "__contains__") and site.receiver is not None \
             and site.receiver.is_tensor:
+        if site.method == "__contains__":
+            return "`in` on a tensor reads the result back into Python"
         return f"`.{site.method}()` reads a tensor value into Python"
     if is_python_io(site):
         return f"`{callee if not callee.startswith('<logger>') else 'logger.' + str(site.method)}` runs Python I/O"

@@ -175,24 +175,22 @@ GRAPH_BREAK_MODULES = frozenset({"LSTM", "GRU", "RNN"})
 #: under torch.compile these are constant: code under the other side is never traced
 COMPILING_TRUE = frozenset({"torch.compiler.is_compiling", "torch._dynamo.is_compiling",
                             "torch.compiler.is_dynamo_compiling", "torch._utils.is_compiling",
-                            "is_torchdynamo_compiling", "is_compiling", "is_dynamo_compiling"})
+                            "torch._dynamo.external_utils.is_compiling"})
+#: library helpers (transformers, diffusers, timm...) that answer "is Dynamo tracing?"
+COMPILING_TRUE_LAST = frozenset({"is_torchdynamo_compiling", "is_dynamo_compiling"})
 COMPILING_FALSE = frozenset({"torch.jit.is_scripting", "torch.jit.is_tracing",
                              "torch._C._get_tracing_state", "torch.fx._symbolic_trace.is_fx_tracing",
-                             "is_torch_fx_proxy", "torch.onnx.is_in_onnx_export",
-                             "is_scripting", "is_tracing", "is_fx_tracing"})
+                             "torch.onnx.is_in_onnx_export", "torch._jit_internal.is_scripting"})
 
 
 def compile_time_constant(qualname: str) -> Optional[bool]:
     """``torch.compiler.is_compiling()`` is True while Dynamo traces, ``torch.jit.is_scripting()``
-    False: Dynamo folds them, so the other side is dead code in the region."""
-    last = qualname.rsplit(".", 1)[-1]
-    if qualname in COMPILING_TRUE or last in ("is_torchdynamo_compiling", "is_dynamo_compiling"):
+    False: Dynamo folds them, so the other side is dead code in the region. Only torch's own
+    names and the libraries' ``is_torchdynamo_compiling`` count: a function of the user's
+    called ``is_tracing`` is walked like any other."""
+    if qualname in COMPILING_TRUE or qualname.rsplit(".", 1)[-1] in COMPILING_TRUE_LAST:
         return True
-    if last == "is_compiling":
-        return True
-    if qualname in COMPILING_FALSE or last in ("is_scripting", "is_tracing", "is_fx_tracing",
-                                               "is_torch_fx_proxy", "_get_tracing_state",
-                                               "is_in_onnx_export"):
+    if qualname in COMPILING_FALSE:
         return False
     return None
 

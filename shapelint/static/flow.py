@@ -917,6 +917,12 @@ class Walker:
                 _is_none(node.left) else ""
             return Value(kinds=_BOOL, detail=detail, origin=self.origin(node) if detail else None)
         if any(o in ("In", "NotIn") for o in ops):  # membership: a Python bool
+            container = values[-1]
+            if container.is_tensor and container.kinds <= {Kind.TENSOR}:
+                # `pad_id in input_ids`: Tensor.__contains__ reads the result back (.item())
+                self.emit("on_call", api.Call(node, UNKNOWN, self.ctx, method="__contains__",
+                                              receiver=container, args=(left,)))
+                return Value(kinds=_BOOL, tags=frozenset({Tag.DATA}), origin=self.origin(node))
             tags = left.tags & _KEPT
             return Value(kinds=_BOOL, tags=tags, origin=left.origin if tags else None, dim=left.dim)
         if any(v.is_tensor for v in values):
