@@ -81,7 +81,8 @@ class M(torch.nn.Module):
 
     def on_name_use(self, site: NameUse) -> None:
         if site.after_break and not site.passthrough and varying_size(site.value):
-            self.report(site, f"`{site.name}` holds the tensor size "
+            # on the statement: torch names the line where the statement's guard is made
+            self.report(site, node=site.near, message=f"`{site.name}` holds the tensor size "
                               f"{site.fn.describe(site.value.origin)} and crosses the graph break "
                               f"at line {site.break_line}: the resumed frame takes it as a Python "
                               f"int and guards its value (`{site.name} == <value>`), recompiling "

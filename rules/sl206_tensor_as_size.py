@@ -1,4 +1,4 @@
-from shapelint.api import Call, Kind, Rule, Value
+from shapelint.api import Call, Rule, tensor_as_size
 
 
 class TensorAsSize(Rule):
@@ -54,19 +54,8 @@ class M(torch.nn.Module):
 ''']
 
     def on_call(self, site: Call) -> None:
-        for name, value in site.bound.items():
-            kinds = site.param_kinds.get(name)
-            if not kinds or "tensor" in kinds or "tensors" in kinds or name in ("self", "input"):
-                continue
-            if not set(kinds) & {"int", "size", "number"}:
-                continue
-            for item in (value.elems if value.elems is not None else (value,)):
-                if _only_tensor(item):
-                    self.report(site, f"`{site.short_code()}` passes a tensor as `{name}`, which torch "
-                                      f"expects as a Python number; Dynamo reads it back into "
-                                      f"Python and breaks the graph")
-                    return
-
-
-def _only_tensor(v: Value) -> bool:
-    return v.is_tensor and v.kinds <= {Kind.TENSOR}
+        name = tensor_as_size(site)
+        if name is not None:
+            self.report(site, f"`{site.short_code()}` passes a tensor as `{name}`, which torch "
+                              f"expects as a Python number; Dynamo reads it back into Python "
+                              f"and breaks the graph")

@@ -32,7 +32,7 @@ __all__ = [
     "CONST_DIM", "UNKNOWN", "UNKNOWN_DIM", "UNKNOWN_DIMS", "Dim", "DimInfo", "Dims", "Kind", "Origin",
     "Tag", "Value", "join_dims", "tracked", "Function", "Site", "Condition", "Call", "Iteration",
     "Format", "Subscript", "StateWrite", "BinaryOp", "NameUse", "Rule", "ReportSink",
-    "graph_break_reason", "breaks_graph", "untraceable_reason", "is_python_io", "Effect", "size_function", "varying_size", "EVIDENCE_KINDS", "LOGGER_METHODS", "DISABLE_DECORATORS",
+    "graph_break_reason", "breaks_graph", "tensor_as_size", "untraceable_reason", "is_python_io", "Effect", "size_function", "varying_size", "EVIDENCE_KINDS", "LOGGER_METHODS", "DISABLE_DECORATORS",
 ]
 
 # The facts rules test with ``value.has(...)`` (kept as names for rules written against
@@ -406,11 +406,26 @@ def untraceable_reason(site: Call) -> Optional[str]:
     return None
 
 
+def tensor_as_size(site: Call) -> Optional[str]:
+    """The parameter of a torch call that expects a size or a Python number but is given a
+    tensor (``x.new_zeros(b, torch.div(n, 2))``), or None."""
+    for name, value in site.bound.items():
+        kinds = site.param_kinds.get(name)
+        if not kinds or "tensor" in kinds or "tensors" in kinds or name in ("self", "input"):
+            continue
+        if not set(kinds) & {"int", "size", "number"}:
+            continue
+        for item in (value.elems if value.elems is not None else (value,)):
+            if item.is_tensor and item.kinds <= {Kind.TENSOR}:
+                return name
+    return None
+
+
 def breaks_graph(hook: str, site: Site) -> bool:
     """Whether Dynamo ends the graph at this site: a call :func:`graph_break_reason` names,
     an op whose output shape depends on data, or a tensor value steering Python control flow."""
     if isinstance(site, Call):
-        if graph_break_reason(site):
+        if graph_break_reason(site) or tensor_as_size(site):
             return True
         recv = site.receiver
         name = site.method if recv is not None and recv.is_tensor else \

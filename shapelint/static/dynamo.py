@@ -36,10 +36,15 @@ class Row:
 
 
 def _prog(body: str, args: str = "x", inputs: str = "(torch.randn(batch, 4),)",
-          head: str = "") -> str:
-    """A module whose forward runs ``body`` (its line marked ``# <-``)."""
+          head: str = "", init: str = "") -> str:
+    """A module whose forward runs ``body`` (its line marked ``# <-``); ``init`` is the body of
+    its ``__init__`` (after ``super().__init__()``)."""
     lines = "\n".join("        " + line for line in body.strip("\n").split("\n"))
-    return (f"import math\nimport torch\n{head}\n\nclass M(torch.nn.Module):\n"
+    ctor = ""
+    if init:
+        ctor = ("    def __init__(self):\n        super().__init__()\n"
+                + "".join(f"        {line}\n" for line in init.strip("\n").split("\n")))
+    return (f"import math\nimport torch\n{head}\n\nclass M(torch.nn.Module):\n{ctor}"
             f"    def forward(self, {args}):\n{lines}\n\n\n"
             f"def build():\n    return M()\n\n\ndef inputs(batch):\n    return {inputs}\n")
 
@@ -59,31 +64,68 @@ ROWS: Tuple[Row, ...] = (
     Row("abs(size)", Effect.SYMBOLIC, _prog("n = abs(x.shape[0] - 8)  # <-\nreturn x * n")),
     Row("math.log(size)", Effect.SPECIALIZE,
         _prog("n = math.log(x.shape[0])  # <-\nreturn x * n")),
-    Row("math.log2(size)", Effect.SPECIALIZE,
-        _prog("n = math.log2(x.shape[0])  # <-\nreturn x * n")),
+    Row("math.log2(size)", Effect.SYMBOLIC,
+        _prog("n = math.log2(x.shape[0])  # <-\nreturn x * n"),
+        "unlike math.log, a symbolic function (torch's OpaqueUnaryFn_log2): no guard"),
     Row("math.exp(size)", Effect.SPECIALIZE,
         _prog("n = math.exp(x.shape[0] / 100)  # <-\nreturn x * n")),
     Row("math.pow(size)", Effect.SPECIALIZE,
         _prog("n = math.pow(x.shape[0], 0.5)  # <-\nreturn x * n")),
-    Row("str(size)", Effect.SPECIALIZE,
-        _prog("key = str(x.shape[0])  # <-\nreturn x * len(key)")),
+    Row("str(size)", Effect.GRAPH_BREAK,
+        _prog("key = str(x.shape[0])  # <-\nreturn x * len(key)"),
+        "str() of a SymInt is not traced: the graph breaks, and the resumed frame guards the "
+        "string (`___stack0 == '3'`): every new size recompiles there too, on the next line"),
+    Row("repr(size)", Effect.GRAPH_BREAK,
+        _prog("key = repr(x.shape[0])  # <-\nreturn x * len(key)"),
+        "as str(): a graph break, then a guard on the string in the resumed frame"),
     Row("f-string(size)", Effect.SPECIALIZE,
         _prog("key = f\"n={x.shape[0]}\"  # <-\nreturn x * len(key)")),
     Row("hash(size)", Effect.SPECIALIZE,
         _prog("h = hash(x.shape[0]) % 3  # <-\nreturn x * h")),
     Row("dict.get(size)", Effect.SPECIALIZE,
         _prog("scale = {1: 1.0, 2: 0.5}.get(x.shape[0], 0.25)  # <-\nreturn x * scale")),
+    Row("dict[size]", Effect.SPECIALIZE,
+        _prog("scale = SCALES[x.shape[0]]  # <-\nreturn x * scale",
+              head="SCALES = {n: 1.0 / n for n in range(1, 64)}")),
     Row("list*size", Effect.SPECIALIZE,
         _prog("w = [1.0] * x.shape[0]  # <-\nreturn x * len(w)")),
     Row("range(size)", Effect.SPECIALIZE,
         _prog("out = x[0]\nfor i in range(x.shape[0]):  # <-\n    out = out + x[i]\nreturn out")),
     Row("Tensor.split(int)", Effect.SPECIALIZE,
-        _prog("parts = x.split(2)  # <-\nreturn torch.cat([p * 2 for p in parts])")),
+        _prog("parts = x.split(2)  # <-\nreturn torch.cat([p * 2 for p in parts])",
+              inputs="(torch.randn(2 * batch + 4, 4),)"),
+        "split(k) pins the number of pieces, ceil(n / k) (guard `(n + k - 1) // k == c`): a "
+        "size that changes the count recompiles, with k=2 every size; the program keeps the "
+        "pieces over 1 row, which would be 0/1-specialized on their own"),
     Row("Tensor.chunk(int)", Effect.SYMBOLIC,
-        _prog("parts = x.chunk(2)  # <-\nreturn torch.cat([p * 2 for p in parts])"),
-        "chunk(c) makes c pieces whatever the size: the count stays fixed"),
+        _prog("parts = x.chunk(2)  # <-\nreturn torch.cat([p * 2 for p in parts])",
+              inputs="(torch.randn(batch + 4, 4),)"),
+        "chunk(c) makes c pieces whatever the size: the count stays fixed. A piece of 1 row "
+        "(chunk(2) of 2 or 3 rows) is 0/1-specialized like any size (measured: a recompile at 4 "
+        "rows on `n - (n + 1) // 2 == 1`), so the program feeds 5 rows and more"),
     Row("iter(tensor)", Effect.SPECIALIZE,
         _prog("return torch.stack([r * 2 for r in x])  # <-")),
+    Row("list(tensor)", Effect.SPECIALIZE,
+        _prog("rows = list(x)  # <-\nreturn torch.stack(rows) * 2"),
+        "iterates the tensor: a guard `len(x) == n` for each size"),
+    Row("size // const", Effect.SYMBOLIC,
+        _prog("y = x.view(x.shape[0] // 2, -1)  # <-\nreturn y * 2",
+              inputs="(torch.randn(2 * batch, 4),)")),
+    Row("pow(size)", Effect.SYMBOLIC, _prog("n = pow(x.shape[0], 2)  # <-\nreturn x * n")),
+    Row("math.trunc(size)", Effect.SYMBOLIC,
+        _prog("n = math.trunc(x.shape[0] / 8)  # <-\nreturn x * n")),
+    Row("math.prod(shape)", Effect.SYMBOLIC, _prog("n = math.prod(x.shape)  # <-\nreturn x * n")),
+    Row("sum(shape)", Effect.SYMBOLIC, _prog("n = sum(x.shape)  # <-\nreturn x * n")),
+    Row("divmod(size)", Effect.GRAPH_BREAK,
+        _prog("q, r = divmod(x.shape[0], 8)  # <-\nreturn x * q + r"),
+        "not traced for a SymInt ('Observed exception'): Dynamo gives up on the whole frame "
+        "and runs it eagerly; use n // k and n % k"),
+    Row("math.gcd(size)", Effect.GRAPH_BREAK,
+        _prog("n = math.gcd(x.shape[0], 8)  # <-\nreturn x * n"),
+        "not traced for a SymInt: a graph break (the size is specialized before it)"),
+    Row("math.isqrt(size)", Effect.GRAPH_BREAK,
+        _prog("n = math.isqrt(x.shape[0])  # <-\nreturn x * n"),
+        "not traced for a SymInt: a graph break, then a guard on the result in the resumed frame"),
     # -- control flow on a size --------------------------------------------------------------
     Row("size > const", Effect.GUARD,
         _prog("if x.shape[0] > 4:  # <-\n    return x * 2\nreturn x")),

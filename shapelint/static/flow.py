@@ -312,7 +312,8 @@ class Walker:
     def graph_break(self, node: cst.CSTNode) -> None:
         """The graph ends here: what follows runs in a new frame, which takes this function's
         Python numbers as inputs (first time: the ones computed from sizes before it)."""
-        if self.broke_at is None:
+        first = self.broke_at is None
+        if first:
             self.broke_at = node
         self.last_break = node
         if self.loops and not self.eager:
@@ -320,6 +321,8 @@ class Walker:
             # nothing after it in this function (or what it calls) is traced
             self.eager = True
             self.a.eager += 1
+        if not first:
+            return  # the first resumed frame is where the values arrive as new inputs
         for name, v in self.env.items():
             if (v.is_size and v.varies) or (Tag.DATA in v.tags and not v.is_tensor):
                 self.crossed.setdefault(name, node)
