@@ -108,10 +108,14 @@ class M(torch.nn.Module):
         if first is None or not varying_size(first):
             return
         callee = site.callee or ""
-        if size_function(callee) is Effect.SPECIALIZE and callee not in ("str", "repr", "format",
-                                                                         "range"):
+        effect = size_function(callee)
+        if effect in (Effect.SPECIALIZE, Effect.GRAPH_BREAK) and \
+                callee not in ("str", "repr", "format", "range"):
+            what = "breaks the graph to compute it" if effect is Effect.GRAPH_BREAK \
+                else "pins it to its value"
             self.report(site, f"`{site.short_code()}` turns the tensor size "
-                              f"{site.fn.describe(first.origin)} into a concrete Python number")
+                              f"{site.fn.describe(first.origin)} into a concrete Python number: "
+                              f"Dynamo {what}")
         elif site.method == "get" and site.receiver is not None and not site.receiver.is_tensor:
             self.report(site, f"`{site.short_code()}` looks up a dict by the tensor size "
                               f"{site.fn.describe(first.origin)}; the key must be concrete")

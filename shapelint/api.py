@@ -141,7 +141,9 @@ class Call(Site):
     decorators: Tuple[str, ...] = ()  # qualified decorator names of a resolved callee
     target_returns_value: bool = True  # resolved callee has a non-None return annotation
     has_fake: bool = True  # custom op callee has a register_fake/impl_abstract in the tree
-    module_class: str = ""  # qualified class name when calling a submodule
+    module_class: str = ""  # qualified class name when calling (or building) a module
+    #: the call builds an instance of a class (``nn.Linear(4, 4)``, ``Block(config)``)
+    constructs: bool = False
     #: parameter name -> argument value, where the callee's signature is known (a function
     #: of the tree, or torch's API from the stubs it ships): read arguments through
     #: :meth:`arg`, which works whether the caller passed them by position or by keyword
@@ -416,8 +418,9 @@ def tensor_as_size(site: Call) -> Optional[str]:
         if not set(kinds) & {"int", "size", "number"}:
             continue
         for item in (value.elems if value.elems is not None else (value,)):
-            if item.is_tensor and item.kinds <= {Kind.TENSOR}:
-                return name
+            if item.is_tensor and item.kinds <= {Kind.TENSOR} and \
+                    not (item.dim is not None and item.dim.state is Dim.CONST):
+                return name  # (a tensor of fixed numbers is folded to a constant)
     return None
 
 

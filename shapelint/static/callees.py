@@ -56,6 +56,8 @@ def resolve(w: "Walker", func: cst.BaseExpression) -> Callee:
                 fn = base.methods[method]
                 return Callee("function", qualname=fn.qualname, method=method, target=fn,
                               bound_self=True)
+        if project.is_nn_module(w.cls):  # super().__init__() of a module: nn.Module's own
+            return Callee("external", qualname=f"torch.nn.Module.{method}")
         return Callee("unknown", method=method)
     if isinstance(func, cst.Attribute) and _is_self_attr(func) and w.cls is not None:
         return _self_member(w, func)
@@ -90,12 +92,16 @@ def resolve(w: "Walker", func: cst.BaseExpression) -> Callee:
     if isinstance(obj, FunctionInfo):
         return Callee("function", qualname=obj.qualname, target=obj)
     if isinstance(obj, ClassInfo):
-        if project.is_nn_module(obj):
-            return Callee("construct", qualname=obj.qualname, module_class=obj.qualname)
+        if project.is_nn_module(obj):  # built inside the region: Dynamo traces its __init__
+            init = project.method(obj, "__init__")
+            return Callee("construct", qualname=obj.qualname, module_class=obj.qualname,
+                          target=init, bound_self=True)
         return Callee("construct", qualname=obj.qualname)
     last = qualname.rsplit(".", 1)[-1]
     if qualname.startswith("torch.nn.") and last[:1].isupper() and \
             not qualname.startswith(("torch.nn.functional", "torch.nn.init", "torch.nn.utils")):
+        if last in ("Parameter", "Buffer"):  # a tensor, not a module
+            return Callee("construct", qualname=qualname)
         return Callee("construct", qualname=qualname, module_class=qualname)
     return Callee("external", qualname=qualname, method=method)
 

@@ -215,17 +215,25 @@ def effect(op: str) -> Optional[Effect]:
 # -- lookups the static pass makes -------------------------------------------------------------
 
 #: builtins and math functions of a size, by qualified name, and what Dynamo does with them
-SIZE_FUNCTIONS: Dict[str, Effect] = {
+_DEFAULT_SIZE_FUNCTIONS: Dict[str, Effect] = {
     "int": Effect.SYMBOLIC, "float": Effect.SYMBOLIC, "round": Effect.SYMBOLIC,
     "max": Effect.SYMBOLIC, "min": Effect.SYMBOLIC, "abs": Effect.SYMBOLIC,
-    "sum": Effect.SYMBOLIC, "divmod": Effect.SYMBOLIC, "pow": Effect.SYMBOLIC,
-    "bool": Effect.GUARD,
-    "math.sqrt": Effect.SYMBOLIC, "math.ceil": Effect.SYMBOLIC, "math.floor": Effect.SYMBOLIC,
-    "math.trunc": Effect.SYMBOLIC, "math.prod": Effect.SYMBOLIC, "math.gcd": Effect.SYMBOLIC,
-    "math.isqrt": Effect.SYMBOLIC, "math.lcm": Effect.SYMBOLIC,
-    "str": Effect.SPECIALIZE, "repr": Effect.SPECIALIZE, "format": Effect.SPECIALIZE,
-    "hash": Effect.SPECIALIZE, "range": Effect.SPECIALIZE,
+    "sum": Effect.SYMBOLIC, "pow": Effect.SYMBOLIC, "math.lcm": Effect.SYMBOLIC,
+    "format": Effect.SPECIALIZE, "range": Effect.SPECIALIZE,
 }
+
+
+def _from_rows() -> Dict[str, Effect]:
+    """``NAME(size)`` rows of the table, by NAME: what torch did, as the slow test checks."""
+    out: Dict[str, Effect] = {}
+    for row in ROWS:
+        if row.op.endswith("(size)"):
+            out[row.op[:-len("(size)")]] = row.effect
+    return out
+
+
+#: builtins and math functions of a size, by qualified name: what Dynamo does with them
+SIZE_FUNCTIONS: Dict[str, Effect] = {**_DEFAULT_SIZE_FUNCTIONS, **_from_rows()}
 
 
 def size_function(qualname: str) -> Optional[Effect]:

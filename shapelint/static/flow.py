@@ -1135,7 +1135,7 @@ class Walker:
             has_fake = target.name in self.a.project.fake_names or op in self.a.project.fake_ops
         site = api.Call(node, UNKNOWN, self.ctx, callee=callee.qualname, method=callee.method,
                         receiver=callee.receiver, args=tuple(pos), kwargs=kw,
-                        decorators=decorators,
+                        decorators=decorators, constructs=callee.kind == "construct",
                         target_returns_value=target.returns_value if target else True,
                         has_fake=has_fake, module_class=callee.module_class, bound=bound,
                         bound_nodes=bound_nodes, param_kinds=param_kinds)
@@ -1234,6 +1234,15 @@ class Walker:
     def _result(self, node: cst.Call, callee: callees.Callee, pos: List[Value],
                 kw: Dict[str, Value], bound: Dict[str, Value]) -> Value:
         target = callee.target
+        if callee.kind == "construct":
+            if target is not None:  # walk its __init__ for what it does in the region
+                self._follow(target, pos, kw, True)
+            if callee.module_class:
+                return Value(kinds=frozenset({Kind.MODULE}), detail=callee.module_class)
+            last = (callee.qualname or "").rsplit(".", 1)[-1]
+            if last in ("Parameter", "Buffer"):
+                return Value(kinds=_TENSOR, origin=self.origin(node))
+            return Value(kinds=frozenset({Kind.OBJECT}), detail=callee.qualname or "")
         if target is not None:
             if _is_disabled(target):
                 return UNKNOWN
@@ -1244,13 +1253,6 @@ class Walker:
             if callee.module_class.startswith("torch.nn."):
                 return results.module_result(callee.module_class, pos, kw, self.origin(node))
             return UNKNOWN
-        if callee.kind == "construct":
-            if callee.module_class:
-                return Value(kinds=frozenset({Kind.MODULE}), detail=callee.module_class)
-            last = (callee.qualname or "").rsplit(".", 1)[-1]
-            if last in ("Parameter", "Buffer"):
-                return Value(kinds=_TENSOR, origin=self.origin(node))
-            return Value(kinds=frozenset({Kind.OBJECT}), detail=callee.qualname or "")
         if callee.kind == "method" and callee.receiver is not None and callee.method is not None:
             return self._method_result(node, callee.receiver, callee.method, pos, kw)
         if callee.kind == "external" and callee.qualname is not None:

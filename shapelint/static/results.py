@@ -13,7 +13,7 @@ from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 from shapelint.static import dynamo, shapes
 from shapelint.static.torch_api import Binding, Overload, TorchAPI, load
-from shapelint.values import (CONST_DIM, UNKNOWN, DimInfo, Dims, Kind, Origin, Tag, Value, join_dims,
+from shapelint.values import (CONST_DIM, NUMBERS, UNKNOWN, DimInfo, Dims, Kind, Origin, Tag, Value, join_dims,
                               tracked)
 
 Args = Sequence[Value]
@@ -138,9 +138,14 @@ def torch_result(name: str, short: str, args: Args, kwargs: Kwargs, origin: Orig
             dims = shapes.function_dims(short, args, kwargs)
         mask = short in MASK_OPS or (receiver is not None and receiver.is_mask and
                                      short in KEEPS_VALUES)
+        # a tensor made from Python numbers only (torch.div(n, 2), torch.tensor(n)) holds
+        # what they hold: when every one is fixed, Dynamo folds it to a constant
+        numbers = [a for a in list(args) + list(kwargs.values()) if a.kinds and a.kinds <= NUMBERS]
+        held = join_dims(*(shapes.size_dim(a) for a in numbers)) \
+            if receiver is None and numbers and not tensor_args else None
         return Value(kinds=frozenset({Kind.TENSOR}),
                      tags=frozenset({Tag.MASK}) if mask else frozenset(),
-                     origin=origin, dims=dims), bound
+                     origin=origin, dims=dims, dim=held), bound
     if ret in ("tensors", "tensor_tuple"):
         if receiver is not None:
             item = shapes.item_dims(short, receiver, args, kwargs)
