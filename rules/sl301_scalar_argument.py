@@ -14,7 +14,9 @@ class ScalarArgument(Rule):
 
     Flags (`return_dict`, `is_causal`) and defaulted ints are settings that stay the same
     between calls, and the int arguments of a submodule's `forward` are values its parent
-    traced, not graph inputs: neither is reported.
+    traced, not graph inputs: neither is reported. A float that changes costs one recompile
+    and is then symbolic (floats are not specialized): it is reported only where it steers
+    control flow.
 
     ## Why is this bad?
     Dynamo treats a Python int as a constant: the first call installs a guard `n == 3` and the

@@ -59,15 +59,9 @@ EXCEPTIONS: Dict[str, Any] = {
         "(specialize_float=False), but its second value recompiles once (automatic dynamic), "
         "exactly as the int `max_decode_len` of SL301-INVALID-1 does, and the harness blames "
         "that recompile on line 4 as a value guard `temperature == 1.1`. Measured: 2 compiles, "
-        "the recompile at batch=2. Either SL301 reports floats as it reports ints, or neither is "
-        "a hazard (and the harness should call a scalar's first promotion baseline)")),
-    "SL404-INVALID-0": pytest.mark.xfail(strict=True, reason=(
-        "the harness blames a graph break on the innermost user frame: building `Attention(8)` "
-        "in forward breaks the graph inside Attention.__init__, at `super().__init__()` (line 5, "
-        "'Uninitialized nn.Module') and `nn.Linear(dim, dim)` (line 6), never on the call "
-        "`self.attn = Attention(8)` (line 14); lines 5, 6 and 15 are confirmed. Either SL404 "
-        "reports a class of the user's only inside its __init__, or the harness also blames "
-        "the calling frames")),
+        "the recompile at batch=2. By design SL301 reports ints only: a new float costs that "
+        "one recompile and is then symbolic (specialize_float=False); when it changes with a "
+        "tensor dim it shares the tensor's recompile (tests/cases/shared/b13)")),
 }
 
 #: written next to the example; the harness replays ``driver.py:build`` with ``driver.py:inputs``
