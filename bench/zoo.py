@@ -141,13 +141,13 @@ def _rel(path: Optional[str]) -> Optional[str]:
     return ab if rel.startswith("..") else rel
 
 
-def _harness_digest() -> str:
+def _harness_digest(root: str = REPO) -> str:
     """The harness's source: a result replayed by another harness is flagged by ``score``
     (``replay --force`` replays it); an edit there does not silently cost a 30-minute replay."""
     import hashlib
 
     h = hashlib.sha256()
-    for f in sorted(glob.glob(os.path.join(REPO, "shapelint", "harness", "*.py"))):
+    for f in sorted(glob.glob(os.path.join(root, "shapelint", "harness", "*.py"))):
         with open(f, "rb") as fh:
             h.update(fh.read())
     return h.hexdigest()[:16]
@@ -233,10 +233,32 @@ def _write_json(path: str, doc: Any) -> None:
     os.replace(tmp, path)
 
 
-def replay(only: List[str], jobs: int, modes: List[str], force: bool) -> int:
+def pinned_harness(ref: str) -> str:
+    """shapelint as committed at ``ref`` (``git archive``), for replays that must not see a
+    harness being edited in the working tree: the workers import shapelint from there."""
+    dest = os.path.join(DOWNLOADS, "zoo-harness")
+    shutil.rmtree(dest, ignore_errors=True)
+    os.makedirs(dest)
+    archive = subprocess.run(["git", "archive", ref, "shapelint", "rules"], cwd=REPO,
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", dest], input=archive, check=True)
+    return dest
+
+
+def replay(only: List[str], jobs: int, modes: List[str], force: bool,
+           harness_ref: Optional[str] = None) -> int:
     fetch()
     zm = _zoo()
+    harness_root = REPO
+    if harness_ref:
+        harness_root = pinned_harness(harness_ref)
+        sys.path.insert(0, harness_root)
+        for mod in [m for m in sys.modules if m == "shapelint" or m.startswith("shapelint.")]:
+            del sys.modules[mod]
     from shapelint.harness.runner import run_target
+
+    if not os.path.abspath(sys.modules["shapelint.harness.runner"].__file__).startswith(harness_root):
+        raise SystemExit(f"zoo: the harness was not imported from {harness_root}")
 
     entries = zm.ZOO.entries()
     if only:
@@ -247,7 +269,13 @@ def replay(only: List[str], jobs: int, modes: List[str], force: bool) -> int:
             return 2
         entries = [e for e in entries if e.name in only]
     os.makedirs(RESULTS, exist_ok=True)
-    harness = _harness_digest()
+    if not only:  # results of entries the zoo no longer has
+        names = {e.name for e in entries}
+        for path in glob.glob(os.path.join(RESULTS, "*.json")):
+            doc = os.path.basename(path)
+            if not doc.startswith("_") and doc.rsplit(".", 2)[0] not in names:
+                os.remove(path)
+    harness = _harness_digest(harness_root)
     todo = []
     for e, mode, spec in specs_for(entries, modes):
         fp = fingerprint(e, spec)
@@ -259,6 +287,7 @@ def replay(only: List[str], jobs: int, modes: List[str], force: bool) -> int:
         todo.append((e, mode, spec, fp, (old or {}).get("seconds") or 0))
     todo.sort(key=lambda t: -t[4])  # longest first packs the pool best
     started = time.time()
+    loads: List[float] = []  # the machine's 1-minute load, sampled as targets finish
     import resource
 
     cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -269,6 +298,8 @@ def replay(only: List[str], jobs: int, modes: List[str], force: bool) -> int:
         res = run_target(spec)
         doc = normalize(e, mode, spec, res, fp)
         doc["harness"] = harness
+        doc["harness_ref"] = harness_ref or "working tree"
+        loads.append(os.getloadavg()[0])
         _write_json(result_path(e.name, mode), doc)
         status = f"ERROR {doc['error']}" if doc["error"] else "ok"
         n_ev = sum(1 for ev in doc["events"] if ev["line"])
@@ -289,7 +320,8 @@ def replay(only: List[str], jobs: int, modes: List[str], force: bool) -> int:
         log = os.path.join(RESULTS, "_replays.json")
         runs = load_result(log) or []
         runs.append({"finished": time.strftime("%Y-%m-%d %H:%M:%S"), "wall_s": wall,
-                     "cpu_s": cpu, "load_avg": os.getloadavg()[1],
+                     "cpu_s": cpu, "load_avg": round(sum(loads) / max(1, len(loads)), 1),
+                     "harness_ref": harness_ref or "working tree",
                      "jobs": jobs, "cpus": os.cpu_count(), "targets": len(todo),
                      "target_seconds": round(sum((load_result(result_path(t[0].name, t[1])) or {})
                                                  .get("seconds") or 0 for t in todo), 1),
@@ -328,12 +360,14 @@ KINDS = ("recompile", "specialization", "graph-break", "compile-error")
 
 
 def load_results() -> List[Dict[str, Any]]:
+    """The stored replays of the entries the zoo has now (a removed entry's file is ignored)."""
+    names = {e.name for e in _zoo().ZOO.entries()}
     out = []
     for path in sorted(glob.glob(os.path.join(RESULTS, "*.json"))):
         if os.path.basename(path).startswith("_"):
             continue
         doc = load_result(path)
-        if doc and "events" in doc:
+        if doc and "events" in doc and doc.get("name") in names:
             out.append(doc)
     return out
 
@@ -683,6 +717,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     r.add_argument("-j", "--jobs", type=int, default=2)
     r.add_argument("--modes", default=",".join(MODES), help="dynamic modes (default auto,true)")
     r.add_argument("--force", action="store_true", help="replay even up-to-date results")
+    r.add_argument("--harness-ref", metavar="REF",
+                   help="replay with the harness as committed at REF (e.g. HEAD), not the "
+                        "working tree's (which someone may be editing)")
     sc = sub.add_parser("score", help="score the static pass against the stored replays (fast)")
     sc.add_argument("--verbose", "-v", action="store_true",
                     help="list each false finding and each missed blamed line")
@@ -699,7 +736,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 0
     if args.command == "replay":
         modes = [m for m in args.modes.split(",") if m]
-        return replay(args.only, args.jobs, modes, args.force)
+        return replay(args.only, args.jobs, modes, args.force, args.harness_ref)
     if args.command == "score":
         return score(args.verbose, args.rule, args.skip_all, not args.no_view)
     if args.command == "targets":
