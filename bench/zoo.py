@@ -295,7 +295,16 @@ def replay(only: List[str], jobs: int, modes: List[str], force: bool,
 
     def one(item):
         e, mode, spec, fp, _ = item
-        res = run_target(spec)
+        run_spec = spec
+        if harness_ref:
+            # the worker runs `python -m shapelint.harness.worker` in base_dir, whose shapelint
+            # would shadow the pinned one: run it from the pinned copy, the model by its path
+            import dataclasses
+
+            run_spec = dataclasses.replace(
+                spec, base_dir=harness_root, model=os.path.join(REPO, spec.model),
+                inputs=os.path.join(REPO, spec.inputs))
+        res = run_target(run_spec)
         doc = normalize(e, mode, spec, res, fp)
         doc["harness"] = harness
         doc["harness_ref"] = harness_ref or "working tree"
