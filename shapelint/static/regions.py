@@ -8,6 +8,8 @@ One place decides it:
   builds. A module built inside another (``self.layers = nn.ModuleList([Block(...)])``) is
   inlined into its parent's graph: its int arguments are values the parent traced, not graph
   inputs, so they are not guarded as arguments (a containment graph in networkx answers it).
+  Losses, criteria, matchers and metrics (by their class names) run beside a model, not in
+  its graph, and are regions only when compiled or configured.
 - **What varies**: the dims of an entry's tensor inputs that the code declares dynamic
   (``torch._dynamo.mark_dynamic(x, 1)``, ``maybe_mark_dynamic``, ``mark_unbacked``; a
   ``mark_static`` fixes one), that the config names (``dynamic-dims = { input_ids = [0, 1] }``),
@@ -36,6 +38,8 @@ COMPILE_DECORATORS = ("torch.compile", "torch.compiler.compile", "torch._dynamo.
 MARKS = {"mark_dynamic": Dim.VARY, "maybe_mark_dynamic": Dim.VARY, "mark_unbacked": Dim.VARY,
          "mark_static": Dim.CONST}
 _MARK_WORD = re.compile(r"\b(?:maybe_)?mark_(?:dynamic|unbacked|static)\s*\(")
+#: module classes that are not models by their names: losses, criteria, matchers, metrics
+NOT_A_MODEL = re.compile(r"(?:Loss|Criterion|Matcher|Metric|Metrics)$")
 #: names of flags, by the conventions of transformers, diffusers and timm (``return_dict``,
 #: ``output_attentions``, ``use_cache``, ``is_causal``...)
 FLAG_NAME = re.compile(r"^(?:return|output|use|is|has|do|enable|disable|skip|apply|with|"
@@ -107,7 +111,9 @@ class Regions:
                 for built, repeated in self._builds(cls):
                     if built.qualname != cls.qualname:
                         g.add_edge(cls.qualname, built.qualname, repeated=repeated)
-        return {n for n in g.nodes if g.in_degree(n) == 0}
+        # losses, matchers and metrics run beside the model (a training step computes them on
+        # its outputs), not inside the graph a server or a training loop compiles
+        return {n for n in g.nodes if g.in_degree(n) == 0 and not NOT_A_MODEL.search(n)}
 
     def _builds(self, cls: ClassInfo) -> List[Tuple[ClassInfo, bool]]:
         """Module classes that ``cls`` builds or hands to a builder outside ``forward``
