@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Sequence
 from shapelint import __version__
 from shapelint.config import (ConfigError, Settings, check_codes, check_setting_codes,
                               enabled_codes, load_settings)
-from shapelint.finding import CheckResult
+from shapelint.finding import CheckResult, as_target
 from shapelint.report import FORMATS, OutputError, check_writable, render, write_atomic
 
 COMMANDS = ("check", "run", "rule", "report", "test-rules")
@@ -81,11 +81,21 @@ def build_parser() -> argparse.ArgumentParser:
                      help="replay under torch.no_grad() (inference); default: grad enabled")
     run.add_argument("--memory-limit-mb", type=int,
                      help="address-space limit for the target's process (an allocation past it fails)")
-    run.add_argument("--no-static", action="store_true", help="skip the static join")
+    run.add_argument("--no-static", action="store_true",
+                     help="skip the static pass (and so the join: no finding is confirmed or unpredicted)")
+    run.add_argument("--shard", metavar="K/N",
+                     help="replay only the K-th of N deterministic shares of the targets (CI matrix)")
+    run.add_argument("--suggest", action="store_true", default=None,
+                     help="replay again with each remedy (mark_dynamic, dynamic=True, ...) and "
+                          "print the compile counts measured before and after")
     _add_common(run)
+    for action in run._actions:  # -j for run: targets replayed side by side
+        if action.dest == "jobs":
+            action.help = "targets replayed side by side, each in its own process (default 1)"
 
-    report = sub.add_parser("report", help="re-render a saved --format json report in another format")
-    report.add_argument("json_file")
+    report = sub.add_parser("report", help="re-render saved --format json reports (several: "
+                                           "merged, as the shards of one run) in another format")
+    report.add_argument("json_files", nargs="+", metavar="JSON_FILE")
     report.add_argument("--format", "--output-format", dest="format", choices=FORMATS, default="text")
     report.add_argument("-o", "--output")
     report.add_argument("--exit-zero", action="store_true")
@@ -120,8 +130,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.command == "test-rules":
             return cmd_test_rules(args)
         if args.command == "run":
-            from shapelint.harness.command import cmd_run
-
             return cmd_run(args)
         return cmd_check(args)
     except (ConfigError, OutputError) as exc:
@@ -283,32 +291,95 @@ def emit(args: argparse.Namespace, settings: Settings, result: CheckResult, rule
     else:
         sys.stdout.write(text)
     failed = (fail_on_findings and bool(result.all_findings() or result.errors)) or any(
-        t.get("failed") for t in targets)
+        as_target(t).failed for t in targets)
     return 0 if args.exit_zero or not failed else 1
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Render a saved JSON report (from check or run) in another format: CI runs the harness
+    """Render saved JSON reports (from check or run) in another format: CI runs the harness
     once and writes SARIF, annotations and the step summary from the same result, exactly
-    what the live run would have printed in that format."""
+    what the live run would have printed in that format. Several files (the shards of one
+    run) are merged into one report (see shapelint.report.merge)."""
     import json
 
-    from shapelint.finding import FileError, Finding
+    from shapelint.report.merge import merge, read_report
 
     if args.output:
         check_writable(args.output)
     settings = load_settings(".", None, args.config)
     rules = load_rules(settings)  # the user's rules too: their codes and documentation
-    try:
-        with open(args.json_file, encoding="utf-8") as fh:
-            doc = json.load(fh)
-        result = CheckResult(findings=[Finding.from_json(f) for f in doc["findings"]],
-                             errors=[FileError(**e) for e in doc.get("errors", [])],
-                             files_checked=int(doc.get("files_checked", 0)))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ConfigError(f"{args.json_file}: not a shapelint JSON report ({exc})") from exc
-    targets = doc.get("targets", [])
+    docs = []
+    for path in args.json_files:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                docs.append(read_report(json.load(fh)))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ConfigError(f"{path}: not a shapelint JSON report ({exc})") from exc
+    result, targets = merge(docs)
     return emit(args, Settings(), result, rules, targets=targets, fail_on_findings=not targets)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """``shapelint run``: replay the targets (shapelint.harness.command), check the files they
+    ran with the static pass, join events and findings (shapelint.harness.join), report. Exit
+    1 when a target fails; 130 after Ctrl-C, with what had finished reported."""
+    from shapelint.harness import command as harness
+    from shapelint.harness.join import annotate_targets, join
+
+    settings, rules, enabled = resolve_settings(args, ["."])
+    specs = harness.build_targets(args, settings)
+    interrupted = None
+    try:
+        results = harness.run_targets(specs, jobs=args.jobs or 1)
+    except harness.RunInterrupted as exc:
+        results, interrupted = exc.results, exc
+    result = CheckResult()
+    if not args.no_static and interrupted is None:
+        try:
+            result = _static_for_run(args, settings, rules, enabled, specs, results)
+        except KeyboardInterrupt:
+            interrupted = harness.RunInterrupted(results, len(specs))
+            result = CheckResult()
+    result.findings = join(result.findings, results, harness.exercised_files(results), rules,
+                           unpredicted=not args.no_static and interrupted is None)
+    annotate_targets(results, result.findings)
+    result = apply_filters(args, result)
+    status = emit(args, settings, result, rules, targets=results, fail_on_findings=False)
+    if interrupted is not None:
+        _say(f"shapelint: interrupted: {len(results)} of {interrupted.total} target(s) finished "
+             f"and are reported above; every worker was stopped")
+        return 130
+    return status
+
+
+def _static_for_run(args, settings, rules, enabled, specs, results) -> CheckResult:
+    """The static pass over what the replays ran: the project's files as a project (helpers
+    resolved from its root), library files (site-packages...) on their own, with nothing
+    around them indexed (their imports are followed into the other files that ran)."""
+    import tempfile
+
+    from shapelint.harness.command import static_paths
+
+    paths = static_paths(specs, results)
+    cwd = os.getcwd()
+    mine = [p for p in paths if not os.path.relpath(p, cwd).startswith("..")]
+    others = [p for p in paths if p not in mine]
+    combined = CheckResult()
+    for group in (mine, others):
+        if not group:
+            continue
+        if group is mine:
+            part = run_static(group, settings, rules, enabled, use_cache=not args.no_cache)
+        else:
+            with tempfile.TemporaryDirectory(prefix="shapelint-lib-") as empty:
+                part = run_static(group, settings, rules, enabled, use_cache=not args.no_cache,
+                                  root=empty)
+        combined.findings += part.findings
+        combined.errors += part.errors
+        combined.unused_suppressions += part.unused_suppressions
+        combined.rule_errors += part.rule_errors
+        combined.files_checked += part.files_checked
+    return combined
 
 
 def cmd_rule(args: argparse.Namespace) -> int:

@@ -13,6 +13,8 @@ from typing import Any, Dict, List, Optional, Tuple
 PREDICTED = "predicted"
 CONFIRMED = "confirmed"
 NOT_SEEN = "not-seen"
+#: the harness ran the file but never reached the finding's line (coverage of the replay)
+NOT_REACHED = "not-reached"
 UNPREDICTED = "unpredicted"
 
 SEVERITIES = ("error", "warning", "info")
@@ -162,3 +164,227 @@ def relpath(path: str, start: Optional[str] = None) -> str:
     except ValueError:
         return ab
     return ab if rel.startswith("..") else rel
+
+
+# =============================================================================================
+# Harness results (``shapelint run``): what the replay of one target saw, typed.
+# =============================================================================================
+
+#: what torch did, one kind per event; a finding's ``evidence`` names the kinds that confirm it
+RECOMPILE, SPECIALIZATION, GRAPH_BREAK, COMPILE_ERROR, FALLBACK = (
+    "recompile", "specialization", "graph-break", "compile-error", "fallback")
+EVENT_KINDS = (RECOMPILE, SPECIALIZATION, GRAPH_BREAK, COMPILE_ERROR, FALLBACK)
+#: the per-kind lists of the dict view older readers use (``result["recompiles"]``)
+_LEGACY_LISTS = {"recompiles": RECOMPILE, "specializations": SPECIALIZATION,
+                 "graph_breaks": GRAPH_BREAK, "compile_errors": COMPILE_ERROR,
+                 "fallbacks": FALLBACK}
+
+
+class _DictView:
+    """``obj["field"]`` and ``obj.get("field")`` for readers written against the dict results
+    of earlier versions (bench/zoo.py, tests replaying rule examples)."""
+
+    def __getitem__(self, key: str) -> Any:
+        try:
+            return self._view(key)
+        except AttributeError:
+            raise KeyError(key) from None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self._view(key)
+        except AttributeError:
+            return default
+
+    def __contains__(self, key: str) -> bool:
+        return self.get(key, _MISSING) is not _MISSING
+
+    def _view(self, key: str) -> Any:
+        return getattr(self, key)
+
+
+_MISSING = object()
+
+
+@dataclass
+class Event(_DictView):
+    """One thing torch did during a replay, blamed on a source line when it can be.
+
+    ``kind`` is one of EVENT_KINDS and ``detail`` says how it was blamed (``shape-guard``,
+    ``value-guard``, ``input-dynamic``, ``size-one``, ``attribute-write``, ``recompile-limit``,
+    ...). ``path`` is the path shown (relative to the working directory of the run), ``abspath``
+    the file; ``also`` holds more blamed places ({path, abspath, line, why}). A recompile holds
+    every failed guard of every cache entry in ``guards`` ({entry, detail, guard, text, path,
+    abspath, line, framework}); ``note`` says why there is no line, or what torch did."""
+
+    kind: str
+    shape: Dict[str, Any] = field(default_factory=dict)
+    reason: str = ""
+    detail: str = ""
+    path: Optional[str] = None
+    abspath: Optional[str] = None
+    line: Optional[int] = None
+    note: str = ""
+    frame: str = ""
+    compile_id: str = ""
+    guards: List[Dict[str, Any]] = field(default_factory=list)
+    also: List[Dict[str, Any]] = field(default_factory=list)
+    registry_id: Optional[str] = None
+    #: a guard torch itself adds in framework code (CPU convolution's batch < 16, a kernel's
+    #: spatial-size guard): not a hazard a user line caused
+    framework: bool = False
+    #: a specialization of a size or value that never varied across the replayed shapes
+    benign: bool = False
+    symbol: Optional[str] = None
+    value: Optional[str] = None
+    sources: List[str] = field(default_factory=list)
+    #: filled in for reports: the blamed source line and the rules that predicted it
+    source: str = ""
+    confirms: List[str] = field(default_factory=list)
+
+    @property
+    def guard(self) -> Optional[str]:
+        """The first failed guard expression (recompiles)."""
+        return next((g.get("guard") for g in self.guards if g.get("guard")), None)
+
+    @property
+    def message(self) -> str:  # what a compile error says (the dict view's name for it)
+        return self.reason
+
+    def locations(self, callers: bool = True) -> List[Tuple[str, int]]:
+        """Every blamed (abspath, line): the event's own, its failed guards', and with
+        ``callers`` the places in ``also`` (the calls in a value guard's stack)."""
+        out: List[Tuple[str, int]] = []
+        more = self.also if callers else []
+        for item in [{"abspath": self.abspath, "line": self.line}] + self.guards + more:
+            ab, line = item.get("abspath"), item.get("line")
+            if ab and line and (ab, int(line)) not in out:
+                out.append((ab, int(line)))
+        return out
+
+    def to_json(self) -> Dict[str, Any]:
+        data = dataclasses.asdict(self)
+        return {k: v for k, v in data.items() if v not in (None, "", [], False) or k in
+                ("kind", "shape", "path", "line", "reason")}
+
+    @classmethod
+    def from_json(cls, data: Dict[str, Any], kind: Optional[str] = None) -> "Event":
+        """An event as ``to_json`` wrote it, or an entry of an older per-kind list (whose
+        ``kind`` was the detail), given the list's ``kind``."""
+        data = dict(data)
+        if kind is not None and data.get("kind") != kind:
+            data.setdefault("detail", data.get("kind") or "")
+            data["kind"] = kind
+        if "message" in data and not data.get("reason"):
+            data["reason"] = data["message"]
+        names = {f.name for f in dataclasses.fields(cls)}
+        ev = cls(**{k: v for k, v in data.items() if k in names})
+        if ev.path and not ev.abspath:
+            import os
+
+            ev.abspath = os.path.abspath(ev.path)
+        return ev
+
+    def legacy(self) -> List[Dict[str, Any]]:
+        """The dicts of the per-kind lists of earlier versions: one per blamed line, ``kind``
+        being the detail."""
+        base = {"shape": self.shape, "reason": self.reason, "note": self.note, "frame": self.frame,
+                "compile_id": self.compile_id, "registry_id": self.registry_id,
+                "benign": self.benign, "framework": self.framework, "sources": self.sources,
+                "symbol": self.symbol, "value": self.value, "source": self.source,
+                "confirms": self.confirms, "message": self.reason}
+        rows = []
+        places = [dict(g, kind=g.get("detail") or self.detail) for g in self.guards
+                  if g.get("abspath") and g.get("line")]
+        if self.kind != RECOMPILE or not places:
+            places.insert(0, {"path": self.path, "abspath": self.abspath, "line": self.line,
+                              "kind": self.detail, "guard": self.guard})
+        for p in places + [dict(a, kind=self.detail) for a in self.also]:
+            row = dict(base, kind=p.get("kind") or self.detail, path=p.get("path"),
+                       abspath=p.get("abspath"), line=p.get("line"), guard=p.get("guard"))
+            if not any(r["abspath"] == row["abspath"] and r["line"] == row["line"] for r in rows):
+                rows.append(row)
+        return rows
+
+
+@dataclass
+class TargetResult(_DictView):
+    """The replay of one target: its settings, compile counts per shape, events, coverage,
+    measured remedies, and its verdict (``problems``; failed when there is any)."""
+
+    name: str
+    model: str = ""
+    torch_version: Optional[str] = None
+    device: Optional[str] = None
+    backend: str = ""
+    dynamic: str = ""
+    mode: Optional[str] = None
+    fullgraph: bool = False
+    trace_source: Optional[str] = None
+    shapes: List[Dict[str, Any]] = field(default_factory=list)
+    shapes_planned: List[Dict[str, Any]] = field(default_factory=list)
+    compiles: int = 0
+    per_shape: List[Dict[str, Any]] = field(default_factory=list)
+    frames: List[Dict[str, Any]] = field(default_factory=list)
+    events: List[Event] = field(default_factory=list)
+    #: user lines the compiled region ran, {path: lines}
+    executed: Dict[str, List[int]] = field(default_factory=dict)
+    #: input sizes and int arguments that differed between shapes (``L['x'].size()[0]``)
+    varying: List[str] = field(default_factory=list)
+    max_compiles: Optional[int] = None
+    #: why the target could not run to the end (timeout, crash, factory error)
+    error: Optional[str] = None
+    #: everything that fails it: the error, a budget exceeded, a fallback to eager, ...
+    problems: List[str] = field(default_factory=list)
+    seconds: float = 0.0
+    remedies: List[Dict[str, Any]] = field(default_factory=list)
+    #: what the worker printed (its last lines), for a target that failed
+    output_tail: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.problems)
+
+    @property
+    def verdict(self) -> str:
+        """``ok`` or ``failed: <problems>``: the one place a reporter gets it from."""
+        return "failed: " + "; ".join(self.problems) if self.problems else "ok"
+
+    def of_kind(self, kind: str) -> List[Event]:
+        return [e for e in self.events if e.kind == kind]
+
+    def _view(self, key: str) -> Any:
+        if key in _LEGACY_LISTS:
+            return [row for e in self.of_kind(_LEGACY_LISTS[key]) for row in e.legacy()]
+        if key == "failed":
+            return self.failed
+        return getattr(self, key)
+
+    def to_json(self) -> Dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        data["events"] = [e.to_json() for e in self.events]
+        data["failed"] = self.failed
+        return data
+
+    @classmethod
+    def from_json(cls, data: Dict[str, Any]) -> "TargetResult":
+        """A target as ``to_json`` wrote it; a dict of an older report (per-kind event lists)
+        or a partial one (a test's) works too."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        kw = {k: v for k, v in data.items() if k in names and k != "events" and v is not None}
+        kw.setdefault("name", str(data.get("name", "?")))
+        events = [Event.from_json(e) for e in data.get("events") or []]
+        for key, kind in _LEGACY_LISTS.items():
+            events += [Event.from_json(e, kind) for e in data.get(key) or []]
+        problems = list(data.get("problems") or [])
+        if data.get("error") and data["error"] not in problems:
+            problems.append(data["error"])
+        if data.get("failed") and not problems:
+            problems.append("failed")
+        kw["problems"] = problems
+        kw["error"] = data.get("error")
+        return cls(**kw, events=events)
+
+
+def as_target(t: Any) -> "TargetResult":
+    return t if isinstance(t, TargetResult) else TargetResult.from_json(t)

@@ -1,8 +1,10 @@
 """pytest plugin (entry point ``pytest11``): assert that a model does not recompile.
 
-- fixture ``compile_watch``: ``with compile_watch() as watch: ...; watch.assert_max_compiles(2)``
-- marker ``@pytest.mark.no_recompiles(model=..., inputs=..., batch_sizes=[...], max_compiles=2)``
-  replays the model in a fresh process before the test body runs.
+- fixture ``compile_watch``: ``with compile_watch() as watch: ...; watch.assert_no_recompiles()``
+  (also ``assert_max_compiles(n)``, ``assert_no_graph_breaks()``)
+- marker ``@pytest.mark.no_recompiles(model=..., inputs=..., batch_sizes=[...])`` replays the
+  model in a fresh process before the test body runs, with the same meaning as the fixture's
+  ``assert_no_recompiles`` (shapelint.testing explains it); ``max_compiles=n`` adds a budget.
 
 Loading the plugin never imports torch; the fixture and marker import it when used."""
 
@@ -24,9 +26,9 @@ def pytest_addoption(parser: Any) -> None:
 def pytest_configure(config: Any) -> None:
     config.addinivalue_line(
         "markers", "no_recompiles(model, inputs, batch_sizes=[1,2,3,4,8,17], seq_lens=None, "
-                   "max_compiles=2, dynamic='auto', device='auto', fullgraph=False): replay the "
-                   "model at these shapes under torch.compile in a fresh process and fail if it "
-                   "compiles more often than max_compiles")
+                   "max_compiles=None, dynamic='auto', device='auto', fullgraph=False): replay the "
+                   "model at these shapes under torch.compile in a fresh process and fail on a "
+                   "recompile the code caused (or more compiles than max_compiles)")
 
 
 @pytest.fixture
@@ -41,7 +43,7 @@ def compile_watch():
 def pytest_pyfunc_call(pyfuncitem: Any):
     marker = pyfuncitem.get_closest_marker("no_recompiles")
     if marker is not None:
-        from shapelint.testing import RecompileError, assert_no_recompiles
+        from shapelint.testing import CompileAssertionError, assert_no_recompiles
 
         config = pyfuncitem.config
         kwargs = dict(marker.kwargs)
@@ -54,8 +56,11 @@ def pytest_pyfunc_call(pyfuncitem: Any):
         kwargs.setdefault("backend", config.getoption("--shapelint-backend") or config.getini("shapelint_backend"))
         kwargs.setdefault("timeout", float(config.getini("shapelint_timeout")))
         kwargs.setdefault("base_dir", str(pyfuncitem.path.parent))
+        failure = None
         try:
             assert_no_recompiles(**kwargs)
-        except RecompileError as exc:
-            pytest.fail(str(exc), pytrace=False)
+        except CompileAssertionError as exc:
+            failure = str(exc)
+        if failure is not None:  # outside the except: the message is printed once, unchained
+            pytest.fail(failure, pytrace=False)
     yield

@@ -1,6 +1,17 @@
-"""Assertions for tests: does a model recompile? For pytest (through the plugin's fixture and
-marker) and for unittest alike. Failure messages name every recompile with its shape, reason,
-blamed ``file:line``, the source line and the static rule that predicted it.
+"""Assertions for tests: does a model recompile, or break its graph? For pytest (through the
+plugin's fixture and marker) and for unittest alike. Failure messages name every event with the
+shape of the call that triggered it, torch's reason, the blamed ``file:line``, the source line
+and the static rule that predicted it.
+
+One meaning per assertion name, whichever helper you use:
+
+- ``assert_no_recompiles``: no recompile that the code caused. torch's own steps to dynamic
+  shapes are allowed: the recompile that makes an input compiled static dynamic (automatic
+  dynamic, once per input dim) and the one a size-1 input costs after a dynamic compile (0/1
+  specialization). A guard on a size, an int argument's value, module state, any second
+  recompile for the same input dim (``dynamic=False``) fail it.
+- ``assert_max_compiles(n)`` / ``max_compiles=n``: at most ``n`` compiles, whatever caused them.
+- ``assert_no_graph_breaks``: no graph break (raises GraphBreakError, not RecompileError).
 
 torch is imported only when these are used."""
 
@@ -11,12 +22,41 @@ import logging
 import os
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
-from shapelint.finding import shape_text
+from shapelint.finding import Event, TargetResult, shape_text
 from shapelint.harness.target import DEFAULT_BATCHES, TargetSpec
 
 
-class RecompileError(AssertionError):
-    """A model compiled more often than allowed."""
+class CompileAssertionError(AssertionError):
+    """A compile check failed (base of RecompileError and GraphBreakError)."""
+
+
+class RecompileError(CompileAssertionError):
+    """A model recompiled (or compiled more often than allowed)."""
+
+
+class GraphBreakError(CompileAssertionError):
+    """A model broke its graph."""
+
+
+#: recompile causes that are torch's own steps to dynamic shapes, not the code's
+TORCH_STEPS = ("input-dynamic", "size-one", "dim-marking")
+
+
+def code_caused(events: Iterable[Event]) -> List[Event]:
+    """The recompiles ``assert_no_recompiles`` fails on (see the module's docstring)."""
+    out, promoted = [], set()
+    for ev in events:
+        if ev.kind != "recompile":
+            continue
+        details = [g.get("detail") for g in ev.guards] or [ev.detail]
+        if all(d in TORCH_STEPS for d in details):
+            keys = {(ev.frame, g.get("input"), g.get("dim")) for g in ev.guards
+                    if g.get("detail") == "input-dynamic"}
+            if not keys & promoted:
+                promoted |= keys
+                continue
+        out.append(ev)
+    return out
 
 
 def _predictions(paths: Iterable[str]) -> Dict[tuple, List[str]]:
@@ -39,37 +79,44 @@ def _predictions(paths: Iterable[str]) -> Dict[tuple, List[str]]:
     return out
 
 
-def explain(summary: Dict[str, Any], header: str) -> str:
-    """The failure message: every recompile, graph break and compile error, with its line."""
-    events = [("recompile", r) for r in summary.get("recompiles", [])] + \
-             [("graph break", g) for g in summary.get("graph_breaks", [])] + \
-             [("compile error", e) for e in summary.get("compile_errors", [])]
-    paths = [(ev.get("abspath") or ev.get("path")) for _, ev in events]
-    predicted = _predictions([p for p in paths if p])
+def _shown(path: str) -> str:
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
+def explain(events: Iterable[Event], header: str) -> str:
+    """The failure message: each event with the shape of its call, its reason and its lines."""
+    events = list(events)
+    predicted = _predictions([ab for ev in events for ab, _ in ev.locations()])
+    names = {"recompile": "recompile", "graph-break": "graph break", "compile-error": "compile error",
+             "fallback": "fell back to eager", "specialization": "specialization"}
     lines = [header]
-    for kind, ev in events:
-        reason = ev.get("reason") or ev.get("message") or ""
-        gb = f" [{ev['registry_id']}]" if ev.get("registry_id") else ""
-        lines.append(f"  {kind} at {shape_text(ev.get('shape'))}: {reason}{gb}")
-        path = ev.get("abspath") or ev.get("path")
-        if path and ev.get("line"):
-            src = linecache.getline(os.path.abspath(path), int(ev["line"])).strip()
-            rules = predicted.get((os.path.abspath(path), int(ev["line"])), [])
+    for ev in events:
+        gb = f" [{ev.registry_id}]" if ev.registry_id else ""
+        frame = f" in {ev.frame}" if ev.frame else ""
+        lines.append(f"  {names.get(ev.kind, ev.kind)} at {shape_text(ev.shape)}{frame}: {ev.reason}{gb}")
+        places = ev.locations()
+        for ab, line in places:
+            src = linecache.getline(ab, int(line)).strip()
+            rules = predicted.get((os.path.abspath(ab), int(line)), [])
             pred = f"   [predicted by {', '.join(rules)}]" if rules else "   [no static rule predicted it]"
-            lines.append(f"    {os.path.relpath(path) if not os.path.relpath(path).startswith('..') else path}:"
-                         f"{ev['line']}: {src}{pred}")
-        elif ev.get("note"):
-            lines.append(f"    ({ev['note']})")
+            lines.append(f"    {_shown(ab)}:{line}: {src}{pred}")
+        if not places:
+            notes = [g.get("note") for g in ev.guards if g.get("note")] or [ev.note]
+            if notes and notes[0]:
+                lines.append(f"    ({notes[0]})")
     return "\n".join(lines)
 
 
 class CompileWatch:
-    """Count compiles in this process while the ``with`` block runs.
+    """Count compiles, recompiles and graph breaks in this process while the ``with`` block
+    runs. Events carry the shapes of the call's inputs (``x=(8, 3)``) unless ``label()``
+    names the calls.
 
     >>> with CompileWatch() as watch:
     ...     for b in (1, 2, 3, 8):
     ...         model(torch.randn(b, 16))
-    >>> watch.assert_max_compiles(2)
+    >>> watch.assert_no_recompiles()
     """
 
     def __init__(self, reset: bool = True) -> None:
@@ -91,8 +138,9 @@ class CompileWatch:
         self._muted = [h for h in trace_log.handlers if type(h).__module__.startswith("_pytest")]
         for h in self._muted:
             trace_log.removeHandler(h)
-        self._collector = Collector()
-        self._recorder = Recorder(self._collector, dict)
+        self._collector = Collector(keep_inputs=True)
+        self._recorder = Recorder(self._collector)
+        self._recorder.begin_shape({})
         self._collector.on_event = self._recorder.on_event
         attach(self._collector)
         return self
@@ -102,52 +150,53 @@ class CompileWatch:
         trace_log.removeHandler(self._collector)
         for h in self._muted:
             trace_log.addHandler(h)
+        self._recorder.end_shape()
 
     def label(self, text: str) -> None:
         """Name the next calls in failure messages (e.g. ``watch.label("batch=8")``)."""
-        self._recorder.shape = {"label": text}
+        self._recorder.end_shape()
+        self._recorder.begin_shape({"label": text})
 
     @property
-    def summary(self) -> Dict[str, Any]:
-        s = self._recorder.summary()
-        for key in ("recompiles", "graph_breaks", "compile_errors", "specializations"):
-            for ev in s[key]:
-                ev.setdefault("abspath", ev.get("path"))
-        return s
+    def events(self) -> List[Event]:
+        return list(self._recorder.events)
 
     @property
     def compiles(self) -> int:
         return self._recorder.compiles
 
     @property
-    def recompiles(self) -> List[Dict[str, Any]]:
-        return self.summary["recompiles"]
+    def recompiles(self) -> List[Event]:
+        return [e for e in self.events if e.kind == "recompile"]
 
     @property
-    def graph_breaks(self) -> List[Dict[str, Any]]:
-        return self.summary["graph_breaks"]
+    def graph_breaks(self) -> List[Event]:
+        return [e for e in self.events if e.kind == "graph-break"]
 
     def assert_max_compiles(self, n: int) -> None:
         if self.compiles > n:
-            raise RecompileError(explain(self.summary, f"{self.compiles} compiles, more than the {n} allowed:"))
+            raise RecompileError(explain(self.recompiles, f"{self.compiles} compiles, more than the {n} allowed:"))
 
     def assert_no_recompiles(self) -> None:
-        self.assert_max_compiles(max(1, len({(f["name"], f["path"]) for f in self.summary["frames"]})))
+        bad = code_caused(self.events)
+        if bad:
+            raise RecompileError(explain(bad, f"{len(bad)} recompile(s) caused by the code "
+                                              f"({self.compiles} compiles):"))
 
     def assert_no_graph_breaks(self) -> None:
         if self.graph_breaks:
-            raise RecompileError(explain({"graph_breaks": self.graph_breaks},
-                                         f"{len(self.graph_breaks)} graph break(s):"))
+            raise GraphBreakError(explain(self.graph_breaks, f"{len(self.graph_breaks)} graph break(s):"))
 
 
 def assert_no_recompiles(model: str, inputs: str, batch_sizes: Sequence[int] = tuple(DEFAULT_BATCHES),
-                         seq_lens: Optional[Sequence[int]] = None, max_compiles: int = 2,
+                         seq_lens: Optional[Sequence[int]] = None, max_compiles: Optional[int] = None,
                          dynamic: str = "auto", backend: str = "eager", device: str = "auto",
                          timeout: float = 300.0, base_dir: Optional[str] = None,
-                         fullgraph: bool = False) -> Dict[str, Any]:
+                         fullgraph: bool = False) -> TargetResult:
     """Replay ``model`` (a ``pkg.mod:factory`` or ``file.py:factory``) in a fresh process at
-    the given shapes; raise RecompileError naming every recompile if it compiles more than
-    ``max_compiles`` times (2 by default: batch 1 is always specialized, then one dynamic graph)."""
+    the given shapes; raise RecompileError naming every recompile the code caused (see the
+    module's docstring; with ``max_compiles``, also when it compiles more often than that),
+    GraphBreakError under ``fullgraph`` when the graph breaks. Returns the replay's result."""
     from shapelint.harness.runner import run_target
 
     spec = TargetSpec(name=model.split(":")[-1], model=model, inputs=inputs,
@@ -155,12 +204,23 @@ def assert_no_recompiles(model: str, inputs: str, batch_sizes: Sequence[int] = t
                       dynamic=dynamic, backend=backend, device=device, max_compiles=max_compiles,
                       timeout=timeout, base_dir=base_dir or os.getcwd(), fullgraph=fullgraph)
     result = run_target(spec)
-    if result.get("error"):
-        raise RecompileError(explain(result, f"{spec.name}: {result['error']}"))
-    if result["compiles"] > max_compiles or (fullgraph and result["graph_breaks"]):
-        raise RecompileError(explain(result, f"{spec.name}: {result['compiles']} compiles at "
-                                             f"{len(result['per_shape'])} shapes, more than the "
-                                             f"{max_compiles} allowed:"))
+    counted = f"{result.compiles} compiles at {len(result.per_shape)} shapes"
+    if result.error:
+        raise RecompileError(explain(result.events, f"{spec.name}: {result.error}"))
+    failures = result.of_kind("fallback") + result.of_kind("compile-error")
+    if failures:
+        raise RecompileError(explain(failures, f"{spec.name}: torch did not compile every call "
+                                               f"({counted}):"))
+    if fullgraph and result.of_kind("graph-break"):
+        raise GraphBreakError(explain(result.of_kind("graph-break"), f"{spec.name}: graph break "
+                                                                     f"under fullgraph ({counted}):"))
+    bad = code_caused(result.events)
+    if bad:
+        raise RecompileError(explain(bad, f"{spec.name}: {len(bad)} recompile(s) caused by the "
+                                          f"code ({counted}):"))
+    if max_compiles is not None and result.compiles > max_compiles:
+        raise RecompileError(explain(result.of_kind("recompile"),
+                                     f"{spec.name}: {counted}, more than the {max_compiles} allowed:"))
     return result
 
 

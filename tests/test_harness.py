@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -25,45 +27,45 @@ def case_spec(cases_root, case, **kw) -> TargetSpec:
                       base_dir=base, **kw)
 
 
-def blamed(result, key):
-    return {(os.path.basename(e["path"]), e["line"]) for e in result[key] if e.get("path")}
+def blamed(result, kind):
+    return {(os.path.basename(ab), line) for e in result.of_kind(kind) for ab, line in e.locations()}
 
 
 def test_size_branch_recompile_is_blamed_on_its_line(cases_root):
     res = run_target(case_spec(cases_root, "a04_size_lt_threshold"))
-    assert res["error"] is None and not res["failed"]
-    assert res["compiles"] == 3
-    assert [r["new_compiles"] for r in res["per_shape"]] == [1, 1, 0, 0, 0, 1]
-    guard = [r for r in res["recompiles"] if r.get("line")]
-    assert guard and guard[0]["shape"]["batch"] == 17 and guard[0]["line"] == 7
-    assert guard[0]["kind"] == "shape-guard"
-    promoted = [r for r in res["recompiles"] if r["kind"] == "input-dynamic"]
-    assert promoted and promoted[0]["path"] is None  # automatic dynamic: no user line
+    assert res.error is None and not res.failed
+    assert res.compiles == 3
+    assert [r["new_compiles"] for r in res.per_shape] == [1, 1, 0, 0, 0, 1]
+    promoted, branch = res.of_kind("recompile")  # one record per recompile
+    assert promoted.shape["batch"] == 2 and promoted.line is None  # automatic dynamic: no line
+    assert promoted.detail == "input-dynamic" and "automatic dynamic" in promoted.reason
+    assert branch.shape["batch"] == 17 and branch.line == 7 and branch.detail == "shape-guard"
+    assert [g["entry"] for g in branch.guards] == ["0/1", "0/0"]  # every failed cache entry
 
 
 def test_value_guard_uses_user_stack(cases_root):
     res = run_target(case_spec(cases_root, "a06_int_arg_used_then_compared"))
-    assert res["compiles"] == 3
-    assert ("model.py", 8) in blamed(res, "recompiles")
+    assert res.compiles == 3
+    assert ("model.py", 8) in blamed(res, "recompile")
 
 
 def test_graph_break_with_registry_id(cases_root):
     res = run_target(case_spec(cases_root, "b45_item_normalizer"))
-    assert res["compiles"] == 4
-    gb = res["graph_breaks"]
-    assert [(os.path.basename(g["path"]), g["line"], g["registry_id"]) for g in gb] == [("model.py", 7, "GB0124")]
+    assert res.compiles == 4
+    gb = res.of_kind("graph-break")
+    assert [(os.path.basename(g.path), g.line, g.registry_id) for g in gb] == [("model.py", 7, "GB0124")]
 
 
 def test_helper_in_other_module(cases_root):
     res = run_target(case_spec(cases_root, "b53_helper_chain_modulo"))
-    assert res["compiles"] == 3
-    assert ("padutils.py", 10) in blamed(res, "recompiles")
+    assert res.compiles == 3
+    assert ("padutils.py", 10) in blamed(res, "recompile")
 
 
 def test_compile_error_is_reported_and_fails_the_target(cases_root):
     res = run_target(case_spec(cases_root, "b42_custom_op_no_fake"))
-    assert res["failed"] and all(r["error"] for r in res["per_shape"])
-    assert ("model.py", 17) in blamed(res, "compile_errors")
+    assert res.failed and all(r["error"] for r in res.per_shape)
+    assert ("model.py", 17) in blamed(res, "compile-error")
 
 
 FAULTS = """
@@ -128,39 +130,39 @@ def fault(tmp_path, model, inputs="inputs", **kw):
 
 def test_factory_that_raises(tmp_path):
     res = fault(tmp_path, "raises")
-    assert res["failed"] and "model factory failed" in res["error"] and "cannot build" in res["error"]
+    assert res.failed and "model factory failed" in res.error and "cannot build" in res.error
 
 
 def test_inputs_of_the_wrong_type(tmp_path):
     res = fault(tmp_path, "plain", inputs="wrong_inputs")
-    assert res["failed"]
-    assert all("inputs must return" in r["error"] for r in res["per_shape"])
+    assert res.failed
+    assert all("inputs must return" in r["error"] for r in res.per_shape)
 
 
 def test_forward_that_raises_at_one_batch_only(tmp_path):
     res = fault(tmp_path, "flaky")
-    errors = {r["batch"]: r["error"] for r in res["per_shape"]}
+    errors = {r["batch"]: r["error"] for r in res.per_shape}
     assert errors[1] is None and errors[2] is None and errors[4] is None
     assert "bad batch" in errors[3]
-    assert res["failed"] and res["compiles"] >= 2
+    assert res.failed and res.compiles >= 2
 
 
 def test_target_that_hangs_times_out_and_keeps_nothing_lost(tmp_path):
     res = fault(tmp_path, "hang", timeout=20)
-    assert res["failed"] and "timed out" in res["error"]
+    assert res.failed and "timed out" in res.error
 
 
 def test_target_that_allocates_until_killed(tmp_path):
     res = fault(tmp_path, "hog", memory_limit_mb=6000, timeout=120)
-    rows = {r["batch"]: r for r in res["per_shape"]}
+    rows = {r["batch"]: r for r in res.per_shape}
     assert rows[1]["error"] is None and rows[2]["error"] is None  # finished shapes are kept
     assert "out of memory" in rows[3]["error"]
 
 
 def test_target_that_crashes_the_interpreter(tmp_path):
     res = fault(tmp_path, "crash")
-    assert res["failed"] and "crashed" in res["error"] and "aborted" in res["error"]
-    assert [r["batch"] for r in res["per_shape"]] == [1]  # what finished before the crash
+    assert res.failed and "crashed" in res.error and "aborted" in res.error
+    assert [r["batch"] for r in res.per_shape] == [1]  # what finished before the crash
 
 
 def test_cli_run_json_joins_static_findings(tmp_path, cases_root):
@@ -174,8 +176,10 @@ def test_cli_run_json_joins_static_findings(tmp_path, cases_root):
     doc = json.loads(out.read_text())
     (target,) = doc["targets"]
     for key in ("name", "torch_version", "device", "backend", "dynamic", "shapes", "compiles",
-                "per_shape", "recompiles", "specializations", "graph_breaks", "error"):
+                "per_shape", "events", "executed", "problems", "failed", "error"):
         assert key in target
+    assert {e["kind"] for e in target["events"]} <= {"recompile", "specialization", "graph-break",
+                                                      "compile-error", "fallback"}
     assert target["compiles"] == 4 and target["device"] == "cpu"
     status = {(f["line"], f["rule"]): f["status"] for f in doc["findings"]}
     assert status[(14, "SL101")] == "confirmed"
@@ -223,8 +227,8 @@ def test_cuda_graphs_recorded_per_shape(cases_root):
     spec = case_spec(cases_root, "b03_neg_flatten_view", mode="reduce-overhead", device="cuda",
                      batch_sizes=[2, 2, 2, 2, 3, 3, 3, 3], dynamic="false", no_grad=True)
     res = run_target(spec)
-    assert res["device"] == "cuda" and res["error"] is None, res
-    rec = [r["cudagraph_recordings"] for r in res["per_shape"]]
+    assert res.device == "cuda" and res.error is None, res
+    rec = [r["cudagraph_recordings"] for r in res.per_shape]
     assert sum(rec[:4]) == 1 and sum(rec[4:]) == 1, rec  # one recording per shape
     assert rec[2:4] == [0, 0] and rec[6:8] == [0, 0], rec  # then replays
 
@@ -233,15 +237,246 @@ def test_cuda_graphs_recorded_per_shape(cases_root):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_device_auto_places_model_on_cuda(cases_root):
     res = run_target(case_spec(cases_root, "a04_size_lt_threshold", device="auto"))
-    assert res["device"] == "cuda" and res["compiles"] == 3
-    assert any(r.get("line") == 7 for r in res["recompiles"])
+    assert res.device == "cuda" and res.compiles == 3
+    assert any(r.line == 7 for r in res.of_kind("recompile"))
 
 
 def test_falls_back_to_torch_trace_files(cases_root, monkeypatch):
     """Where the handler API is missing, the worker reads TORCH_TRACE logs; same answers."""
     monkeypatch.setenv("SHAPELINT_TRACE_SOURCE", "file")
     res = run_target(case_spec(cases_root, "a04_size_lt_threshold"))
-    assert res["trace_source"].startswith("TORCH_TRACE"), res["trace_source"]
-    assert res["error"] is None and res["compiles"] == 3
-    assert [r["new_compiles"] for r in res["per_shape"]] == [1, 1, 0, 0, 0, 1]
-    assert any(r.get("line") == 7 and r["shape"]["batch"] == 17 for r in res["recompiles"])
+    assert res.trace_source.startswith("TORCH_TRACE"), res.trace_source
+    assert res.error is None and res.compiles == 3
+    assert [r["new_compiles"] for r in res.per_shape] == [1, 1, 0, 0, 0, 1]
+    assert any(r.line == 7 and r.shape["batch"] == 17 for r in res.of_kind("recompile"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 12: a harness you can gate CI on
+# ---------------------------------------------------------------------------------------------
+
+GATE = '''
+import os, subprocess, sys, time
+import torch
+from torch import nn
+
+
+class Plain(nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+class LoopBreak(nn.Module):
+    def forward(self, x):
+        for _ in range(2):
+            x = x + 1
+            print("step")
+        return x
+
+
+class Hang(nn.Module):
+    def forward(self, x):
+        time.sleep(600)
+        return x
+
+
+def plain():
+    return Plain()
+
+
+def loop_break():
+    return LoopBreak()
+
+
+def spawner():
+    """Starts a child and an orphaned grandchild, and says which."""
+    child = subprocess.Popen(["sleep", "300"])
+    grand = subprocess.run(["sh", "-c", "sleep 300 > /dev/null 2>&1 & echo $!"],
+                           capture_output=True, text=True).stdout.strip()
+    with open(os.environ["GATE_PIDS"], "w") as fh:
+        fh.write(f"{child.pid} {grand}")
+    return Plain()
+
+
+def hang():
+    with open(os.environ["GATE_PIDS"], "w") as fh:
+        fh.write(str(os.getpid()))
+    return Hang()
+
+
+def inputs(batch):
+    return (torch.ones(batch, 4),)
+'''
+
+GATE_TARGETS = """
+[[targets]]
+name = "limit"
+model = "gate.py:plain"
+inputs = "gate.py:inputs"
+batch-sizes = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
+dynamic = "false"
+
+[[targets]]
+name = "loop-break"
+model = "gate.py:loop_break"
+inputs = "gate.py:inputs"
+batch-sizes = [1, 2]
+
+[[targets]]
+name = "spawner"
+model = "gate.py:spawner"
+inputs = "gate.py:inputs"
+batch-sizes = [1, 2]
+"""
+
+
+def shapelint(cwd, *args, env=None, timeout=600):
+    full = dict(os.environ, **(env or {}))
+    return subprocess.run([sys.executable, "-m", "shapelint.cli", *args], cwd=str(cwd),
+                          capture_output=True, text=True, env=full, timeout=timeout)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _stable(doc):
+    """A JSON report without what differs between two runs of the same targets (timings)."""
+    for t in doc.get("targets", []):
+        t.pop("seconds", None)
+        for row in t["per_shape"]:
+            row.pop("seconds", None)
+    return doc
+
+
+@pytest.fixture(scope="module")
+def gate_runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("gate")
+    write_tree(root, {"gate.py": GATE, "shapelint.toml": GATE_TARGETS})
+    tmp = root / "tmp"
+    tmp.mkdir()
+    pids = root / "pids"
+    env = {"TMPDIR": str(tmp), "GATE_PIDS": str(pids)}
+    two = shapelint(root, "run", "-j", "2", "--no-cache", "--format", "json", "-o", "two.json", env=env)
+    spawned = [int(p) for p in pids.read_text().split()]
+    left = sorted(os.listdir(str(tmp)))
+    one = shapelint(root, "run", "-j", "1", "--no-cache", "--format", "json", "-o", "one.json", env=env)
+    text = shapelint(root, "report", "one.json")
+    return {"root": root, "two": two, "one": one, "text": text, "spawned": spawned, "left": left,
+            "doc": json.loads((root / "one.json").read_text()),
+            "doc2": json.loads((root / "two.json").read_text())}
+
+
+def test_recompile_limit_fails_the_run_with_its_line(gate_runs):
+    assert gate_runs["one"].returncode == 1 and gate_runs["two"].returncode == 1
+    targets = {t["name"]: t for t in gate_runs["doc"]["targets"]}
+    limit = targets["limit"]
+    assert limit["failed"] and any("recompile_limit (8)" in p and "gate.py:7" in p for p in limit["problems"])
+    assert [r.get("eager", False) for r in limit["per_shape"]] == [False] * 8 + [True] * 4
+    assert len([e for e in limit["events"] if e["kind"] == "recompile"]) == 8  # one per recompile
+    assert all("dynamic=False" in e["reason"] for e in limit["events"] if e["kind"] == "recompile")
+    text = gate_runs["text"].stdout
+    assert "FELL BACK TO EAGER at batch=9" in text and "ran uncompiled (eager)" in text
+    assert "All checks passed" not in text and "of 3 targets failed" in text
+
+
+def test_unhandled_graph_break_fails_the_run(gate_runs):
+    t = {t["name"]: t for t in gate_runs["doc"]["targets"]}["loop-break"]
+    fallback = [e for e in t["events"] if e["kind"] == "fallback"]
+    assert t["failed"] and fallback and fallback[0]["line"] == 15 and fallback[0]["detail"] == "unhandled-graph-break"
+
+
+def test_targets_own_processes_do_not_outlive_the_run(gate_runs):
+    assert gate_runs["spawned"] and not any(_alive(p) for p in gate_runs["spawned"])
+    t = {t["name"]: t for t in gate_runs["doc"]["targets"]}["spawner"]
+    assert not t["failed"], t
+
+
+def test_nothing_left_in_the_temporary_folder(gate_runs):
+    assert gate_runs["left"] == []
+
+
+def test_jobs_give_the_same_report(gate_runs):
+    assert _stable(gate_runs["doc"]) == _stable(gate_runs["doc2"])
+
+
+def test_ctrl_c_reports_what_finished_and_stops_every_worker(tmp_path):
+    write_tree(tmp_path, {"gate.py": GATE, "shapelint.toml": """
+        [[targets]]
+        name = "plain"
+        model = "gate.py:plain"
+        inputs = "gate.py:inputs"
+        batch-sizes = [1, 2]
+
+        [[targets]]
+        name = "hang"
+        model = "gate.py:hang"
+        inputs = "gate.py:inputs"
+        batch-sizes = [1]
+        timeout = 500
+        """})
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    pids = tmp_path / "pids"
+    env = dict(os.environ, TMPDIR=str(tmp), GATE_PIDS=str(pids))
+    # as from a terminal: a background job of a non-interactive shell starts with SIGINT ignored
+    proc = subprocess.Popen([sys.executable, "-m", "shapelint.cli", "run", "--no-cache"],
+                            cwd=str(tmp_path), env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.time() + 400
+    while not pids.exists() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.5)
+    assert pids.exists(), proc.communicate()
+    worker = int(pids.read_text())
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "target plain:" in out and "interrupted: 1 of 2 target(s) finished" in err
+    time.sleep(0.5)
+    assert not _alive(worker)
+    assert os.listdir(str(tmp)) == []
+
+
+def test_no_static_reports_events_without_inventing_findings(tmp_path, cases_root):
+    case = os.path.join(cases_root, "b57_warn_large_batch")
+    proc = shapelint(case, "run", "--model", "model.py:build", "--inputs", "model.py:inputs",
+                     "--batch-sizes", "1,2,17", "--no-static", "--format", "json", "-o",
+                     str(tmp_path / "r.json"))
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert proc.returncode == 0, proc.stderr
+    assert doc["findings"] == [] and doc["targets"][0]["events"]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks a machine without CUDA")
+def test_device_cuda_without_cuda_says_so(tmp_path):
+    write_tree(tmp_path, {"gate.py": GATE})
+    proc = shapelint(tmp_path, "run", "--model", "gate.py:plain", "--inputs", "gate.py:inputs",
+                     "--batch-sizes", "1", "--device", "cuda", "--no-static")
+    assert proc.returncode == 1
+    assert "device cuda requested but" in proc.stdout and "model factory failed" not in proc.stdout
+
+
+def test_suggest_measures_remedies(tmp_path):
+    write_tree(tmp_path, {"gate.py": GATE})
+    proc = shapelint(tmp_path, "run", "--model", "gate.py:plain", "--inputs", "gate.py:inputs",
+                     "--batch-sizes", "1,2,3", "--suggest", "--no-static", "--format", "json",
+                     "-o", "r.json")
+    assert proc.returncode == 0, proc.stderr
+    (t,) = json.loads((tmp_path / "r.json").read_text())["targets"]
+    remedies = {r["kind"]: r for r in t["remedies"]}
+    assert {"mark-dynamic", "mark-unbacked", "dynamic-true"} <= set(remedies)
+    assert all(r["before"]["compiles"] == 2 and isinstance(r["after"]["compiles"], int)
+               for r in remedies.values())
+    assert remedies["mark-unbacked"]["after"]["compiles"] == 1  # no 0/1 specialization
+    assert remedies["mark-dynamic"]["code"].startswith("torch._dynamo.mark_dynamic(x, 0)")
+    text = shapelint(tmp_path, "report", "r.json").stdout
+    assert "remedy: `torch._dynamo.decorators.mark_unbacked(x, 0)" in text and "2 compiles -> 1 (measured, helps)" in text

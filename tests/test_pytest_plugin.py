@@ -31,6 +31,17 @@ def inputs(batch):
     return (torch.ones(batch, 3),)
 '''
 
+BREAKS = '''
+
+class Breaks(nn.Module):
+    def forward(self, x):
+        print("hi")
+        return x * 2
+
+def breaks():
+    return Breaks()
+'''
+
 
 def test_plugin_loads_without_torch(pytester):
     pytester.makepyfile(test_a="""
@@ -44,31 +55,44 @@ def test_plugin_loads_without_torch(pytester):
 
 
 def test_fixture_passes_and_fails_with_guilty_lines(pytester):
-    pytester.makepyfile(models=MODEL)
+    pytester.makepyfile(models=MODEL + BREAKS)
     pytester.makepyfile(test_watch="""
+        import pytest
         import torch
         import models
+        from shapelint.testing import GraphBreakError, RecompileError
 
-        def test_plain_compiles_twice(compile_watch):
+        def test_plain_has_no_recompiles(compile_watch):
+            # automatic dynamic's one recompile (batch 1 -> 2) is torch's step, not the code's
             model = torch.compile(models.plain(), backend="eager")
             with compile_watch() as watch:
                 for batch in (1, 2, 3, 8):
                     model(torch.randn(batch, 3))
+            watch.assert_no_recompiles()
             watch.assert_max_compiles(2)
 
         def test_branchy_recompiles(compile_watch):
             model = torch.compile(models.branchy(), backend="eager")
             with compile_watch() as watch:
                 for batch in (1, 2, 3, 8):
-                    watch.label(f"batch={batch}")
                     model(torch.randn(batch, 3))
-            watch.assert_max_compiles(2)
+            watch.assert_no_recompiles()
+
+        def test_breaks(compile_watch):
+            model = torch.compile(models.breaks(), backend="eager")
+            with compile_watch() as watch:
+                model(torch.randn(2, 3))
+            with pytest.raises(GraphBreakError) as info:
+                watch.assert_no_graph_breaks()
+            assert not isinstance(info.value, RecompileError)
+            assert "graph break at x=(2, 3):" in str(info.value)
+            watch.assert_no_recompiles()
     """)
     res = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--strict-markers")
-    res.assert_outcomes(passed=1, failed=1)
+    res.assert_outcomes(passed=2, failed=1)
     out = res.stdout.str()
-    assert "3 compiles, more than the 2 allowed" in out
-    assert "recompile at batch=8" in out
+    assert "1 recompile(s) caused by the code (3 compiles)" in out
+    assert "recompile at x=(8, 3) in forward" in out and "at ?" not in out
     assert "models.py:6: if x.shape[0] > 4:" in out and "[predicted by SL101 size-branch]" in out
 
 
@@ -88,7 +112,10 @@ def test_marker_replays_in_a_subprocess(pytester):
     res = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--strict-markers")
     res.assert_outcomes(passed=1, failed=1)
     out = res.stdout.str()
-    assert "test_branchy" in out and "3 compiles at 4 shapes" in out
+    assert "test_branchy" in out and "1 recompile(s) caused by the code (3 compiles at 4 shapes)" in out
+    assert out.count("recompile(s) caused by the code") == 1  # printed once
+    assert "During handling of the above exception" not in out
+    assert "recompile at batch=8 in forward" in out
     assert "models.py:6: if x.shape[0] > 4:" in out and "SL101" in out
 
 
@@ -101,7 +128,11 @@ def test_unittest_helper(pytester):
         class T(unittest.TestCase):
             def test_plain(self):
                 result = assert_no_recompiles("models.py:plain", "models.py:inputs", batch_sizes=[1, 2, 3])
-                self.assertEqual(result["compiles"], 2)
+                self.assertEqual(result.compiles, 2)
+                with self.assertRaises(RecompileError) as ctx:  # a budget, when given
+                    assert_no_recompiles("models.py:plain", "models.py:inputs", batch_sizes=[1, 2, 3],
+                                         max_compiles=1)
+                self.assertIn("2 compiles at 3 shapes, more than the 1 allowed", str(ctx.exception))
 
             def test_branchy(self):
                 with self.assertRaises(RecompileError) as ctx:

@@ -1,14 +1,26 @@
-"""From trace events to blamed facts: which user line caused each recompile, specialization,
-graph break and compile error (the algorithm of torch-signals.md §2.4).
+"""From trace events to blamed events: which line caused each recompile, specialization, graph
+break, compile error and fallback to eager (the algorithm of torch-signals.md §2.4).
 
-- ``tensor 'x' size mismatch``: automatic dynamic promoted an input; no user line is at fault.
+- One ``recompile_reasons`` artifact is one recompile: one :class:`Event` holding a failed
+  guard per failed cache entry (the first guard torch names for it, or every guard that
+  re-evaluates false for the new inputs).
+- ``tensor 'x' size mismatch``: the input was compiled static; what happens next depends on the
+  mode (automatic dynamic promotes it once, ``dynamic=False`` compiles one graph per size,
+  ``dynamic=True`` still specializes sizes 0 and 1). No user line is at fault. A tensor
+  *attribute* of the module (``tensor 'self.cache' size mismatch``) is module state: blamed on
+  the attribute's writes that the replay ran.
 - a reason with a ``User stack trace:`` block: a value guard (int argument or attribute).
 - anything else: a symbolic-shape guard; re-evaluate the failed entry's ``guard_added_fast``
   expressions against the new inputs and blame each guard that is now false. If none is, an
   implicit range guard failed: the size-1 (0/1) specialization.
-- guards with an empty user stack were added by the backend (AOTAutograd/Inductor).
+- guards with an empty user stack were added by the backend (AOTAutograd/Inductor); guards
+  torch adds inside its own modules and kernels (CPU convolution's ``batch < 16``) are marked
+  ``framework``.
+- a compile that fails (``fail_type``) while the call goes on is a fallback to eager: the
+  recompile limit, an unhandled graph break, ``suppress_errors``.
 
-Runs inside the worker, where the current inputs are at hand.
+The Recorder never imports torch itself and reads the inputs through callbacks (``values``,
+``attribute_writes``), so recorded traces replay it without torch (tests/fixtures/traces).
 """
 
 from __future__ import annotations
@@ -16,9 +28,10 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
-from shapelint.harness.trace import Collector, Event
+from shapelint.finding import (COMPILE_ERROR, FALLBACK, GRAPH_BREAK, RECOMPILE, SPECIALIZATION,
+                               Event)
 
 FILE_LINE = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
 SHORT_LOC = re.compile(r"#\s*(?P<path>[^\s#()]+\.py):(?P<line>\d+) in (?P<fn>\w+)")
@@ -26,11 +39,23 @@ GB_AT = re.compile(r"Graph break(?: \([^)]*\))? in user code at (?P<path>.+):(?P
 GB_ID = re.compile(r"/gb/gb(\d{4})\.html")
 REASON_HEAD = re.compile(r"^(?P<frame>\d+)/(?P<compile>\d+): (?P<text>.*)$", re.S)
 ERROR_LINE = re.compile(r"^[\w.]*(?:Error|Exception|Unsupported)\b.*:")
+INPUT_MISMATCH = re.compile(
+    r"tensor '(?P<name>[^']+)' (?P<what>[\w ]+?) mismatch(?: at index (?P<index>\d+))?"
+    r"\.? ?(?:expected (?P<expected>[^,]+), actual (?P<actual>\S+))?")
 INPUT_REASONS = ("size mismatch", "stride mismatch", "rank mismatch", "dtype mismatch",
-                 "device mismatch", "requires_grad mismatch", "dispatch key set mismatch")
+                 "device mismatch", "device index mismatch", "requires_grad mismatch",
+                 "dispatch key set mismatch")
+LIMIT = re.compile(r"exceeding the (?P<kind>\w+) cache size limit \(currently set to (?P<n>\d+)\)")
+UNHANDLED_BREAK = "Failed to handle graph break gracefully"
+#: torch code that adds guards of its own inside a kernel (the user line only calls it)
+FRAMEWORK_FILES = ("/torch/nn/modules/",)
+FRAMEWORK_KERNELS = re.compile(r"conv|batch_norm|pool|cudnn|mkldnn|_norm\b")
+KERNEL_FILES = ("torch/_subclasses/fake_impls.py", "torch/_meta_registrations.py", "torch/_decomp/")
+
+Where = Tuple[str, int, str]
 
 
-def _torch_dir() -> str:
+def torch_dir() -> str:
     try:
         import torch
 
@@ -39,36 +64,104 @@ def _torch_dir() -> str:
         return "/nonexistent-torch"
 
 
-class Recorder:
-    """Consumes trace events during a run and keeps blamed, JSON-ready records."""
+def is_torch_path(path: str, tdir: str) -> bool:
+    ab = os.path.abspath(path)
+    return ab.startswith(tdir + os.sep) or "/site-packages/torch/" in ab or "/dist-packages/torch/" in ab
 
-    def __init__(self, collector: Collector, locals_fn: Callable[[], Dict[str, Any]]) -> None:
-        self.c = collector
-        self.locals_fn = locals_fn
-        self.torch_dir = _torch_dir()
+
+def parse_reasons(payload: str) -> List[str]:
+    """``recompile_reasons`` payload: one string, or a JSON list (most recent entry first)."""
+    try:
+        reasons = json.loads(payload) if payload.lstrip().startswith("[") else [payload]
+    except ValueError:
+        reasons = [payload]
+    return [str(r) for r in reasons]
+
+
+def mode_note(name: str, what: str, index: Optional[str], expected: Optional[str],
+              actual: Optional[str], mode: str) -> str:
+    """What torch did when an input compiled static changed, in the replay's dynamic mode."""
+    where = f"`{name}`" + (f" dim {index}" if index is not None else "")
+    change = f" ({expected} -> {actual})" if expected and actual else ""
+    if what != "size":
+        return f"{where}: {what} changed{change}; torch compiles a graph per {what}"
+    if mode == "false":
+        return f"{where} changed{change}; dynamic=False compiles one graph per size"
+    if mode == "true":
+        if expected in ("0", "1"):
+            return (f"{where} was {expected} when compiled: dynamic=True still specializes sizes 0 "
+                    f"and 1, so the next size recompiles with the dim symbolic")
+        return (f"{where} was compiled static ({expected}) under dynamic=True (the code "
+                f"specialized it); a new size{change} recompiles")
+    if mode == "mark":
+        if expected in ("0", "1") and index == "0":
+            return (f"{where} was {expected} when compiled (mark_dynamic ignores a size-1 dim): "
+                    f"the first marked call{change} recompiles")
+        return (f"{where} is not marked dynamic (mode mark marks dim 0 of each input); automatic "
+                f"dynamic makes it dynamic on this recompile{change}")
+    return (f"{where} changed{change}: automatic dynamic makes the dim dynamic and recompiles "
+            f"once (no user line is at fault)")
+
+
+def mark_benign(events: Iterable[Event], varying: Set[str]) -> None:
+    """A specialization is benign when none of its sources is an input size or value that
+    varied across the replayed shapes: a constant feature dim (nn.Linear's 32 under
+    dynamic=True, ``assert x.shape[1] == 12``) or a float attribute (``eps``) pinned to the
+    value it always has."""
+    for ev in events:
+        if ev.kind == SPECIALIZATION:
+            ev.benign = not any(src in varying for src in ev.sources)
+
+
+def varying_sources(inputs: Iterable[Dict[str, Any]]) -> Set[str]:
+    """Sources (``L['x'].size()[0]``, ``L['n']``) whose value differed between shapes."""
+    seen: Dict[str, set] = {}
+    for shape_inputs in inputs:
+        for src, value in (shape_inputs or {}).items():
+            seen.setdefault(src, set()).add(json.dumps(value, sort_keys=True, default=str))
+    return {src for src, vals in seen.items() if len(vals) > 1}
+
+
+class Recorder:
+    """Consumes trace events during a replay and keeps blamed :class:`Event` objects.
+
+    ``strings`` resolves interned file indices (a trace Collector); ``values(source)`` returns
+    the value of a guard source (``L['x'].size()[0]``) for the current inputs, raising when it
+    cannot; ``attribute_writes(path)`` returns the (file, line) of the writes of a module
+    attribute (``self.cache``) that the replay ran."""
+
+    def __init__(self, strings: Any, values: Callable[[str], Any] = None, mode: str = "auto",
+                 attribute_writes: Callable[[str], List[Tuple[str, int]]] = None,
+                 tdir: Optional[str] = None) -> None:
+        self.c = strings
+        self.values = values or (lambda src: (_ for _ in ()).throw(KeyError(src)))
+        self.attribute_writes = attribute_writes or (lambda path: [])
+        self.mode = mode
+        self.torch_dir = tdir or torch_dir()
         self.shape: Dict[str, Any] = {}
         self.compiles = 0
-        self.frames: Dict[Tuple, Dict[str, Any]] = {}
-        self.frame_names: Dict[int, str] = {}
-        self.guards: Dict[Tuple[int, int], List[Event]] = {}
+        self.frames: Dict[int, Dict[str, Any]] = {}
+        self.guards: Dict[Tuple[int, int], List[Dict[str, Any]]] = {}
         self.symbols: Dict[Tuple[int, int], Dict[str, str]] = {}
-        self.recompiles: List[Dict[str, Any]] = []
-        self.specializations: List[Dict[str, Any]] = []
-        self.graph_breaks: List[Dict[str, Any]] = []
-        self.compile_errors: List[Dict[str, Any]] = []
+        self.events: List[Event] = []
+        self._emitted = 0
         self._gb_seen: set = set()
         self._spec_seen: set = set()
-        self._recompile_seen: set = set()
-        self.varying: Callable[[], set] = set
+        self._pending: List[Dict[str, Any]] = []  # failed compiles of the current shape
+        self._unhandled: Dict[Tuple[int, int], Event] = {}  # graph breaks Dynamo could not resume
+        self._fallback_seen: set = set()
+        # the shape of the call, from the inputs a compile describes (when no shape is set)
+        self._described: Dict[Any, Dict[str, Any]] = {}
+        self._unlabelled: Dict[Tuple[Any, Any], List[Event]] = {}
+        self._labels: Dict[Tuple[Any, Any], List[str]] = {}
 
-    # -- helpers ----------------------------------------------------------------------------------
+    # -- paths ------------------------------------------------------------------------------------
     def is_user(self, path: Optional[str]) -> bool:
         if not path or path.startswith("<"):
             return False
-        ab = os.path.abspath(path)
-        return not ab.startswith(self.torch_dir + os.sep) and "/site-packages/torch/" not in ab
+        return not is_torch_path(path, self.torch_dir)
 
-    def user_frame(self, stack: Any) -> Optional[Tuple[str, int, str]]:
+    def user_frame(self, stack: Any) -> Optional[Where]:
         """Innermost user frame of a structured ``user_stack``."""
         if not isinstance(stack, list):
             return None
@@ -80,7 +173,24 @@ class Recorder:
                 return os.path.abspath(path), int(fr.get("line") or 0), str(fr.get("name", ""))
         return None
 
-    def text_frame(self, text: str) -> Optional[Tuple[str, int, str]]:
+    def framework_guard(self, md: Dict[str, Any]) -> bool:
+        """A guard torch added in its own module or kernel code, the user line only calling
+        into it: the innermost frame of the user stack is under torch/nn/modules (``self.conv(x)``
+        inlined), or the guard was added by a convolution/normalization kernel's shape logic."""
+        stack = md.get("user_stack")
+        if isinstance(stack, list) and stack:
+            last = self.c.filename(stack[-1].get("filename")) if isinstance(stack[-1], dict) else None
+            if last and any(part in os.path.abspath(last) for part in FRAMEWORK_FILES):
+                return True
+        for fr in md.get("stack") or []:
+            if not isinstance(fr, dict):
+                continue
+            path = self.c.filename(fr.get("filename")) or ""
+            if any(k in path for k in KERNEL_FILES) and FRAMEWORK_KERNELS.search(str(fr.get("name", ""))):
+                return True
+        return False
+
+    def text_frame(self, text: str) -> Optional[Where]:
         """Innermost user frame named in a traceback-like text (absolute paths)."""
         best = None
         for m in FILE_LINE.finditer(text):
@@ -88,7 +198,7 @@ class Recorder:
                 best = (os.path.abspath(m.group("path")), int(m.group("line")), m.group("fn"))
         return best
 
-    def short_frame(self, text: str) -> Optional[Tuple[str, int, str]]:
+    def short_frame(self, text: str) -> Optional[Where]:
         """A frame from reason text, whose paths torch shortened (``mp/a/b.py``): match by
         suffix against the files this process has seen."""
         known = self.c.known_paths()
@@ -99,148 +209,342 @@ class Recorder:
                     return os.path.abspath(full), int(m.group("line")), m.group("fn")
         return None
 
+    def frame_of(self, frame_id: Any) -> Dict[str, Any]:
+        return self.frames.get(frame_id) if isinstance(frame_id, int) and frame_id in self.frames \
+            else {"name": "", "path": None, "line": None, "compiles": 0}
+
+    # -- shapes -----------------------------------------------------------------------------------
+    def begin_shape(self, shape: Dict[str, Any]) -> None:
+        self.shape = dict(shape)
+        self._pending = []
+
+    def end_shape(self, error: Optional[str] = None, where: Optional[Where] = None,
+                  eager_frame: Optional[Dict[str, Any]] = None) -> List[Event]:
+        """Close the current shape: ``error`` is what the call raised (a failed compile that
+        raised is a compile error; one that did not fell back to eager); ``eager_frame`` is the
+        compiled entry frame when the call ran it uncompiled. Returns the new events."""
+        for p in self._pending:
+            if error is not None:
+                self._compile_error(p["message"], p["where"] or where)
+            else:
+                self._fallback(p)
+        self._pending = []
+        if eager_frame is not None and error is None:
+            self._ran_eager(eager_frame)
+        new = self.events[self._emitted:]
+        self._emitted = len(self.events)
+        return new
+
     # -- events -----------------------------------------------------------------------------------
-    def on_event(self, ev: Event) -> None:
+    def on_event(self, ev: Dict[str, Any]) -> None:
         kind = ev["kind"]
         key = (ev.get("frame_id"), ev.get("frame_compile_id"))
         md = ev.get("md") or {}
-        if kind == "compilation_metrics":
-            self._metrics(md)
+        if kind in ("describe_tensor", "describe_source"):
+            self._describe(kind, md, key)
+        elif kind == "compilation_metrics":
+            self._metrics(md, ev.get("frame_id"), ev.get("frame_compile_id"))
         elif kind == "guard_added_fast":
-            self.guards.setdefault(key, []).append(ev)
+            self.guards.setdefault(key, []).append(md)
         elif kind == "create_symbol":
             self.symbols.setdefault(key, {})[str(md.get("symbol"))] = str(md.get("source"))
         elif kind == "symbolic_shape_specialization":
-            self._specialization(md)
+            self._specialization(md, key)
         elif kind == "artifact" and md.get("name") == "recompile_reasons":
             self._recompile(ev)
         elif kind == "artifact" and md.get("name") == "dynamo_graph_break_reason":
-            self._graph_break(ev.get("payload") or "")
+            self._graph_break(ev.get("payload") or "", key)
         elif kind == "artifact" and md.get("name") == "dynamo_error":
-            self._error(ev.get("payload") or "")
+            payload = ev.get("payload") or ""
+            lines = [ln.strip() for ln in payload.strip().splitlines() if ln.strip()]
+            errors = [ln for ln in lines if ERROR_LINE.match(ln)]
+            message = errors[-1] if errors else (lines[-1] if lines else "compile error")
+            for p in self._pending:
+                if p["key"] == key:
+                    p["where"] = p["where"] or self.text_frame(payload)
+                    break
+            else:
+                self._pending.append({"key": key, "message": message, "where": self.text_frame(payload),
+                                      "fail_type": None, "reason": message, "frame_id": key[0]})
 
-    def _metrics(self, md: Dict[str, Any]) -> None:
+    def _describe(self, kind: str, md: Dict[str, Any], key: Tuple[Any, Any]) -> None:
+        """Sizes of a compile's inputs, by source: the label of events with no shape set."""
+        if self.shape:
+            return
+        if kind == "describe_tensor":
+            self._described[("t", md.get("describer_id"), md.get("id"))] = md.get("size")
+            return
+        src = str(md.get("source") or "")
+        size = self._described.get(("t", md.get("describer_id"), md.get("id")))
+        if size is None or not src.startswith("L['") or src.startswith("L['self']"):
+            return
+        label = self._labels.setdefault(key, [])
+        name = src[3:-2] if src.endswith("']") else src
+        label.append(f"{name}=({', '.join(str(s) for s in size)}{',' if len(size) == 1 else ''})")
+        for ev in self._unlabelled.get(key, []):
+            ev.shape = {"label": " ".join(label)}
+
+    def _label(self, ev: Event, key: Tuple[Any, Any]) -> Event:
+        """An event created with no shape set takes the sizes of its compile's inputs."""
+        if not self.shape:
+            self._unlabelled.setdefault(key, []).append(ev)
+            if self._labels.get(key):
+                ev.shape = {"label": " ".join(self._labels[key])}
+        return ev
+
+    def _metrics(self, md: Dict[str, Any], frame_id: Any, compile_id: Any) -> None:
         self.compiles += 1
         name, path, line = md.get("co_name"), md.get("co_filename"), md.get("co_firstlineno")
-        k = (name, path, line)
-        fr = self.frames.setdefault(k, {"name": name, "path": path, "line": line, "compiles": 0})
-        fr["compiles"] += 1
-        cid = str(md.get("compile_id") or "")
-        if "/" in cid and name:
-            try:
-                self.frame_names[int(cid.split("/")[0].split("-")[-1])] = str(name)
-            except ValueError:
-                pass
-        if md.get("fail_type") and md.get("fail_reason") and "recompile limit" not in str(md.get("fail_reason")):
-            where = self.text_frame(str(md.get("fail_reason")))
-            self._add_error(str(md.get("fail_type")) + ": " + str(md.get("fail_reason")).split("\n")[0],
-                            where)
+        if isinstance(frame_id, int):
+            fr = self.frames.setdefault(frame_id, {"name": name, "path": path, "line": line, "compiles": 0})
+            if name and not fr.get("name"):
+                fr.update(name=name, path=path, line=line)
+            fr["compiles"] += 1
+        if not md.get("fail_type"):
+            return
+        reason = str(md.get("fail_reason") or md.get("fail_type"))
+        key = (frame_id, compile_id)
+        pending = next((p for p in self._pending if p["key"] == key), None)
+        entry = {"key": key, "frame_id": frame_id, "fail_type": str(md.get("fail_type")),
+                 "reason": reason, "where": self.text_frame(reason),
+                 "message": str(md.get("fail_type")) + ": " + reason.split("\n")[0]}
+        if pending is not None:  # a dynamo_error came first: keep its user line
+            entry["where"] = entry["where"] or pending["where"]
+            if ERROR_LINE.match(pending["message"]):
+                entry["message"] = pending["message"]
+            self._pending.remove(pending)
+        self._pending.append(entry)
 
-    def _add_error(self, message: str, where: Optional[Tuple[str, int, str]]) -> None:
+    def _compile_error(self, message: str, where: Optional[Where]) -> None:
         """One record per shape: torch reports a failed compile several ways (the
         dynamo_error artifact, compilation_metrics, the exception); keep the most telling
         message and the first user line any of them names."""
-        shape = dict(self.shape)
-        for rec in self.compile_errors:
-            if rec["shape"] == shape:
-                if rec["path"] is None and where:
-                    rec["path"], rec["line"] = where[0], where[1]
-                if ERROR_LINE.match(message) and not ERROR_LINE.match(rec["message"]):
-                    rec["message"] = message[:500]
+        for rec in self.events:
+            if rec.kind == COMPILE_ERROR and rec.shape == self.shape:
+                if rec.abspath is None and where:
+                    rec.abspath, rec.path, rec.line = where[0], where[0], where[1]
+                    rec.note = ""
+                if ERROR_LINE.match(message) and not ERROR_LINE.match(rec.reason):
+                    rec.reason = message[:500]
                 return
-        self.compile_errors.append({"shape": shape, "message": message[:500],
-                                    "path": where[0] if where else None,
-                                    "line": where[1] if where else None})
+        self.events.append(Event(
+            kind=COMPILE_ERROR, shape=dict(self.shape), reason=message[:500], detail="compile-error",
+            abspath=where[0] if where else None, path=where[0] if where else None,
+            line=where[1] if where else None,
+            note="" if where else "the traceback names no line outside torch"))
 
-    def _error(self, payload: str) -> None:
-        lines = [ln.strip() for ln in payload.strip().splitlines() if ln.strip()]
-        errors = [ln for ln in lines if ERROR_LINE.match(ln)]
-        self._add_error(errors[-1] if errors else (lines[-1] if lines else "compile error"),
-                        self.text_frame(payload))
+    def add_call_error(self, message: str, where: Optional[Where]) -> None:
+        """The call raised: a compile error when torch's compile failed (pending), else the
+        exception of the model itself (kept on the shape's row only)."""
+        if self._pending:
+            return  # end_shape turns the pending failures into compile errors
+        self._compile_error(message, where)
 
-    def _specialization(self, md: Dict[str, Any]) -> None:
+    def _fallback(self, p: Dict[str, Any]) -> None:
+        frame = self.frame_of(p.get("frame_id"))
+        fname = frame.get("name") or "the frame"
+        reason = p["reason"]
+        m = LIMIT.search(reason)
+        unhandled = self._unhandled.get(p["key"])
+        if m:
+            detail, n = m.group("kind"), m.group("n")
+            text = (f"hit torch._dynamo.config.{detail} ({n}): `{fname}` stops compiling; a call "
+                    f"whose inputs fail its cached graphs runs eagerly (uncompiled)")
+            where = (frame["path"], frame["line"]) if frame.get("path") else None
+            note = "" if where else "torch names no frame for the limit"
+            detail = "recompile-limit" if detail == "recompile_limit" else "accumulated-recompile-limit"
+        elif unhandled is not None:
+            detail = "unhandled-graph-break"
+            text = (f"graph break Dynamo cannot resume from ({unhandled.reason}): `{fname}` is "
+                    f"skipped and runs eagerly")
+            where = (unhandled.abspath, unhandled.line) if unhandled.abspath else None
+            note = unhandled.note
+        else:
+            detail = "compile-failed"
+            text = (f"compile of `{fname}` failed and torch ran it eagerly (suppress_errors or "
+                    f"a skipped frame): {p['message'][:300]}")
+            w = p.get("where")
+            where = (w[0], w[1]) if w else ((frame["path"], frame["line"]) if frame.get("path") else None)
+            note = "" if where else "torch names no user line for the failure"
+        key = (detail, where, fname)
+        if key in self._fallback_seen:
+            return
+        self._fallback_seen.add(key)
+        self.events.append(Event(
+            kind=FALLBACK, shape=dict(self.shape), reason=text, detail=detail, frame=fname,
+            compile_id=f"{p['key'][0]}/{p['key'][1]}", abspath=where[0] if where else None,
+            path=where[0] if where else None, line=where[1] if where else None, note=note))
+        self._label(self.events[-1], p["key"])
+
+    def _ran_eager(self, frame: Dict[str, Any]) -> None:
+        """The compiled entry frame has no cached graph for these inputs: the call ran eagerly.
+        Reported once per frame, unless a fallback already says why."""
+        fname = frame.get("name") or "forward"
+        if any(e.kind == FALLBACK and e.frame == fname for e in self.events):
+            return
+        key = ("ran-eager", fname)
+        if key in self._fallback_seen:
+            return
+        self._fallback_seen.add(key)
+        path, line = frame.get("path"), frame.get("line")
+        self.events.append(Event(
+            kind=FALLBACK, shape=dict(self.shape), detail="ran-eager", frame=fname,
+            reason=f"`{fname}` ran uncompiled: no cached graph accepts these inputs and torch "
+                   f"did not compile a new one (a frame it skips for good)",
+            abspath=path, path=path, line=line))
+
+    def _specialization(self, md: Dict[str, Any], key: Tuple[Any, Any]) -> None:
         where = self.user_frame(md.get("user_stack"))
         sources = [str(x) for x in md.get("sources") or []]
-        rec = {"shape": dict(self.shape), "symbol": md.get("symbol"), "value": md.get("value"),
-               "reason": md.get("reason"), "sources": sources,
-               "path": where[0] if where else None, "line": where[1] if where else None,
-               "benign": False}
-        key = (rec["path"], rec["line"], str(rec["sources"]), rec["value"])
-        if key not in self._spec_seen:
-            self._spec_seen.add(key)
-            self.specializations.append(rec)
+        key = (where[:2] if where else None, str(sources), md.get("value"))
+        if key in self._spec_seen:
+            return
+        self._spec_seen.add(key)
+        self.events.append(Event(
+            kind=SPECIALIZATION, shape=dict(self.shape), symbol=md.get("symbol"),
+            value=None if md.get("value") is None else str(md.get("value")),
+            reason=f"{', '.join(sources)} specialized to {md.get('value')} ({md.get('reason')})",
+            detail=str(md.get("reason") or "specialization"), sources=sources,
+            abspath=where[0] if where else None, path=where[0] if where else None,
+            line=where[1] if where else None, framework=self.framework_guard(md),
+            note="" if where else "torch recorded no user stack for this specialization"))
+        self._label(self.events[-1], key)
 
-    def _graph_break(self, payload: str) -> None:
+    def _graph_break(self, payload: str, key: Tuple[Any, Any]) -> None:
         m = GB_AT.search(payload)
         gb = GB_ID.search(payload)
+        lines = payload.splitlines()
         reason = ""
-        for ln in payload.splitlines():
+        for i, ln in enumerate(lines):
             if ln.startswith("Graph Break Reason:"):
                 reason = ln.split(":", 1)[1].strip()
+                if UNHANDLED_BREAK in reason or reason.startswith("Encountered graph break"):
+                    # the real reason is the next line ("Unsupported Tensor.item() call ...")
+                    rest = [x.strip() for x in lines[i + 1:] if x.strip()]
+                    reason = rest[0] if rest else reason
                 break
         if not reason:
-            reason = payload.strip().splitlines()[1].strip() if payload.count("\n") else payload.strip()
+            reason = lines[1].strip() if len(lines) > 1 else payload.strip()
         path = os.path.abspath(m.group("path")) if m else None
         line = int(m.group("line")) if m else None
+        note = ""
         if path and not self.is_user(path):
             where = self.text_frame(payload)
-            path, line = (where[0], where[1]) if where else (path, line)
+            if where:
+                path, line = where[0], where[1]
+            else:
+                note = "the break is inside torch and its traceback names no user frame"
         rid = f"GB{gb.group(1)}" if gb else None
-        key = (rid, path, line)
-        if key in self._gb_seen:
-            return
-        self._gb_seen.add(key)
-        self.graph_breaks.append({"shape": dict(self.shape), "path": path, "line": line,
-                                  "reason": reason[:300], "registry_id": rid})
+        unhandled = UNHANDLED_BREAK in payload
+        seen = (rid, path, line)
+        ev = next((e for e in self.events if e.kind == GRAPH_BREAK
+                   and (e.registry_id, e.abspath, e.line) == seen), None)
+        if ev is None:
+            ev = Event(kind=GRAPH_BREAK, shape=dict(self.shape), reason=reason[:300],
+                       detail="unhandled" if unhandled else "graph-break", registry_id=rid,
+                       abspath=path, path=path, line=line,
+                       note=note or ("Dynamo cannot resume after this break: the frame runs "
+                                     "eagerly" if unhandled else ""))
+            self.events.append(ev)
+            self._label(ev, key)
+        if unhandled:
+            self._unhandled[key] = ev
 
     # -- recompiles -------------------------------------------------------------------------------
-    def _recompile(self, ev: Event) -> None:
-        payload = ev.get("payload") or ""
-        try:
-            reasons = json.loads(payload) if payload.lstrip().startswith("[") else [payload]
-        except ValueError:
-            reasons = [payload]
-        new_id = f"{ev.get('frame_id')}/{ev.get('frame_compile_id')}"
-        frame = self.frame_names.get(ev.get("frame_id"), "")
-        for text in reasons:
-            for rec in self._blame(str(text)):
-                rec.update({"shape": dict(self.shape), "compile_id": new_id, "frame": frame})
-                key = (str(rec["shape"]), rec.get("path"), rec.get("line"), rec["reason"], frame)
-                if key not in self._recompile_seen:
-                    self._recompile_seen.add(key)
-                    self.recompiles.append(rec)
+    def _recompile(self, ev: Dict[str, Any]) -> None:
+        frame = self.frame_of(ev.get("frame_id")).get("name") or ""
+        guards: List[Dict[str, Any]] = []
+        for text in parse_reasons(ev.get("payload") or ""):
+            for g in self._blame(text):
+                if not any(_same_guard(g, h) for h in guards):
+                    guards.append(g)
+        if not guards:
+            guards = [{"detail": "unknown", "text": "torch gave no reason", "note": "torch gave no reason"}]
+        primary = next((g for g in guards if g.get("abspath") and not g.get("framework")), None) or \
+            next((g for g in guards if g.get("abspath")), None) or guards[0]
+        framework = all(g.get("framework") for g in guards if g.get("abspath")) and \
+            any(g.get("abspath") for g in guards)
+        steps = primary.get("detail") in ("input-dynamic", "dim-marking", "duck-sizing", "harness")
+        also = []
+        for g in guards:  # the calls that lead to a value guard's line (its user stack)
+            for c in g.pop("callers", None) or []:
+                if c not in also:
+                    also.append(c)
+        self.events.append(Event(
+            kind=RECOMPILE, shape=dict(self.shape),
+            reason=(primary.get("note") if steps else primary.get("text", "")) or "",
+            detail=primary.get("detail", ""), frame=frame,
+            compile_id=f"{ev.get('frame_id')}/{ev.get('frame_compile_id')}", guards=guards, also=also,
+            abspath=primary.get("abspath"), path=primary.get("abspath"), line=primary.get("line"),
+            note=("an input compiled static changed (torch's own recompile, not a line's)"
+                  if steps else primary.get("note", ""))
+            if not primary.get("abspath") else "",
+            framework=framework))
+        self._label(self.events[-1], (ev.get("frame_id"), ev.get("frame_compile_id")))
 
     def _blame(self, text: str) -> List[Dict[str, Any]]:
+        """The failed guards of one cache entry's reason line."""
         head = REASON_HEAD.match(text.strip())
         entry = (int(head.group("frame")), int(head.group("compile"))) if head else None
         body = head.group("text") if head else text
         summary = body.split("\n")[0].split("  #")[0].strip()
-        base = {"reason": summary[:300], "failed_entry": f"{entry[0]}/{entry[1]}" if entry else None,
-                "path": None, "line": None}
-        if any(k in body for k in INPUT_REASONS):
-            return [dict(base, kind="input-dynamic",
-                         note="input promoted to dynamic (automatic dynamic shapes); no user line")]
-        if "_has_dynamo_dim_marking" in body or "BACKEND_MATCH" in body:
-            return [dict(base, kind="harness", note="caused by how the harness marked inputs")]
+        base = {"entry": f"{entry[0]}/{entry[1]}" if entry else None, "text": summary[:300]}
+        mm = INPUT_MISMATCH.search(body)
+        if mm and any(k in body for k in INPUT_REASONS):
+            name = mm.group("name")
+            attr = name.startswith("self.") or name.startswith("L['self']") or "._modules[" in name
+            what = mm.group("what").strip()
+            if attr:
+                writes = self.attribute_writes(name)
+                note = (f"module attribute `{name}` {what} changed: torch guards a tensor "
+                        f"attribute's {what} like an input's")
+                if writes:
+                    return [dict(base, detail="attribute-write", guard=summary, attribute=name,
+                                 abspath=w[0], line=w[1], note=note) for w in writes]
+                return [dict(base, detail="attribute", guard=summary, attribute=name,
+                             note=note + "; no write of it ran in the replay")]
+            return [dict(base, detail="input-dynamic", input=name, dim=mm.group("index"),
+                         note=mode_note(name, what, mm.group("index"), mm.group("expected"),
+                                        mm.group("actual"), self.mode))]
+        if "_has_dynamo_dim_marking" in body:
+            return [dict(base, detail="dim-marking",
+                         note="an input marked dynamic (mark_dynamic) after graphs compiled "
+                              "without the mark")]
+        if "BACKEND_MATCH" in body:
+            return [dict(base, detail="harness", note="the same code compiled for another backend")]
         if "duck sizing" in body:
-            return [dict(base, kind="duck-sizing", note="two inputs shared a size (duck sizing)")]
+            return [dict(base, detail="duck-sizing",
+                         note="two inputs had the same size and shared one symbol (duck "
+                              "sizing); they differ now")]
         if "User stack trace:" in body:
-            where = self.text_frame(body.split("User stack trace:", 1)[1])
-            return [dict(base, kind="value-guard", path=where[0] if where else None,
-                         line=where[1] if where else None)]
+            stack = body.split("User stack trace:", 1)[1]
+            frames = [(os.path.abspath(m.group("path")), int(m.group("line")))
+                      for m in FILE_LINE.finditer(stack) if self.is_user(m.group("path"))]
+            where = frames[-1] if frames else None
+            callers = [{"abspath": p, "line": ln, "why": "a call in the value guard's stack"}
+                       for p, ln in dict.fromkeys(frames[:-1]) if (p, ln) != where]
+            return [dict(base, detail="value-guard", guard=summary,
+                         abspath=where[0] if where else None, line=where[1] if where else None,
+                         callers=callers,
+                         note="" if where else "the value guard's stack names no user frame")]
         out = self._reevaluate(entry) if entry else None
         if out:
             return [dict(base, **o) for o in out]
         if out == [] and re.search(r"\b2 <= ", body):
-            return [dict(base, kind="size-one",
-                         note="a size-1 input after a dynamic compile (0/1 specialization)")]
+            return [dict(base, detail="size-one",
+                         note="a size-1 input after a dynamic compile (0/1 specialization): "
+                              "torch never makes sizes 0 and 1 symbolic")]
         where = self.short_frame(body)
         if where and "0/1 specialization" in body and "2 <= " in body.split("#")[0] \
                 and "<=" not in body.split("#")[0].split("2 <=", 1)[1]:
-            return [dict(base, kind="size-one", path=where[0], line=where[1],
+            return [dict(base, detail="size-one", abspath=where[0], line=where[1],
                          note="0/1 specialization; the line is the first use of the size")]
-        return [dict(base, kind="shape-guard", path=where[0] if where else None,
-                     line=where[1] if where else None)]
+        if "(_prims_common" in body or "(_subclasses/fake_impls" in body and not where:
+            pass
+        return [dict(base, detail="shape-guard", guard=summary,
+                     abspath=where[0] if where else None, line=where[1] if where else None,
+                     note="" if where else "torch's reason names no user line and the "
+                                            "guard could not be re-evaluated")]
 
     def _reevaluate(self, entry: Tuple[int, int]) -> Optional[List[Dict[str, Any]]]:
         """Guards of the failed entry that are false for the current inputs; None if they
@@ -256,53 +560,56 @@ class Recorder:
             loc = {n: getattr(tf, n) for n in dir(tf)
                    if isinstance(getattr(tf, n), type) and issubclass(getattr(tf, n), sympy.Basic)}
             loc.update(Eq=sympy.Eq, Ne=sympy.Ne, And=sympy.And, Or=sympy.Or, Not=sympy.Not)
-            f_locals = self.locals_fn()
-            failed: List[Dict[str, Any]] = []
-            evaluated = 0
-            for g in guards:
-                md = g.get("md") or {}
+        except Exception:  # noqa: BLE001
+            return None
+        failed: List[Dict[str, Any]] = []
+        evaluated = 0
+        cache: Dict[str, Any] = {}
+        for md in guards:
+            try:
                 expr = sympy.sympify(str(md.get("expr")), locals=loc)
                 if any(str(s) not in symbols for s in expr.free_symbols):
                     continue
-                raw = {s: eval(symbols[str(s)], {"L": f_locals}) for s in expr.free_symbols}  # noqa: S307
+                raw = {}
+                for s in expr.free_symbols:
+                    src = symbols[str(s)]
+                    if src not in cache:
+                        cache[src] = self.values(src)
+                    raw[s] = cache[src]
                 if any(isinstance(v, float) for v in raw.values()):
                     continue  # a float symbol (zf...): its guard prints a rounded constant
                 vals = {s: sympy.Integer(int(v)) for s, v in raw.items()}
                 evaluated += 1
                 if bool(expr.xreplace(vals)):
                     continue
-                where = self.user_frame(md.get("user_stack"))
-                if not md.get("user_stack"):
-                    failed.append({"kind": "backend", "guard": str(md.get("expr")),
-                                   "note": "guard added by the backend (AOTAutograd/Inductor)"})
-                else:
-                    failed.append({"kind": "shape-guard", "guard": str(md.get("expr")),
-                                   "path": where[0] if where else None,
-                                   "line": where[1] if where else None})
-            if evaluated == 0:
-                return None
-            # one record per blamed line
-            seen, out = set(), []
-            for f in failed:
-                k = (f.get("path"), f.get("line"), f["kind"])
-                if k not in seen:
-                    seen.add(k)
-                    out.append(f)
-            return out
-        except Exception:  # noqa: BLE001 - fall back to the reason text
+            except Exception:  # noqa: BLE001 - an unevaluable guard is skipped
+                continue
+            where = self.user_frame(md.get("user_stack"))
+            if not md.get("user_stack"):
+                failed.append({"detail": "backend", "guard": str(md.get("expr")),
+                               "note": "guard added by the backend (AOTAutograd/Inductor): torch "
+                                       "records no user stack for it"})
+            else:
+                failed.append({"detail": "shape-guard", "guard": str(md.get("expr")),
+                               "abspath": where[0] if where else None,
+                               "line": where[1] if where else None,
+                               "framework": self.framework_guard(md),
+                               "note": "" if where else "the guard's stack is all inside torch"})
+        if evaluated == 0:
             return None
-
-    def mark_benign(self) -> None:
-        """A specialization is benign when none of its sources is an input size that varied
-        across the replayed shapes: a constant feature dim (nn.Linear's 32 under dynamic=True)
-        or a float attribute (``eps``) pinned to the value it always has."""
-        varying = self.varying()
-        for rec in self.specializations:
-            rec["benign"] = not any(src in varying for src in rec["sources"])
+        seen, out = set(), []
+        for f in failed:
+            k = (f.get("abspath"), f.get("line"), f["detail"])
+            if k not in seen:
+                seen.add(k)
+                out.append(f)
+        return out
 
     # -- summary ----------------------------------------------------------------------------------
-    def summary(self) -> Dict[str, Any]:
-        self.mark_benign()
-        return {"compiles": self.compiles, "frames": list(self.frames.values()),
-                "recompiles": self.recompiles, "specializations": self.specializations,
-                "graph_breaks": self.graph_breaks, "compile_errors": self.compile_errors}
+    def frame_list(self) -> List[Dict[str, Any]]:
+        return [dict(f) for f in self.frames.values()]
+
+
+def _same_guard(a: Dict[str, Any], b: Dict[str, Any]) -> bool:
+    return (a.get("detail"), a.get("abspath"), a.get("line"), a.get("guard") or a.get("text")) == \
+        (b.get("detail"), b.get("abspath"), b.get("line"), b.get("guard") or b.get("text"))

@@ -1,16 +1,22 @@
-"""``shapelint run``: replay every configured target (or one from the command line), join the
-events with the static pass, and report."""
+"""The harness side of ``shapelint run`` (the command itself is ``shapelint.cli.cmd_run``):
+which targets to replay (config or command line, ``--target``, ``--shard K/N``), replaying
+them (``-j N`` side by side, each in its own subprocess), live progress, Ctrl-C, and the files
+the static pass must check for the join."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
-from typing import Any, Dict, List, Optional
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Dict, List, Optional, Tuple
 
 from shapelint.config import ConfigError, validate_target
-from shapelint.finding import CheckResult, shape_text
+from shapelint.finding import TargetResult, shape_text
 from shapelint.harness.target import TargetError, TargetSpec, source_file
+from shapelint.report.escape import clean
 
 
 def _ints(text: Optional[str], flag: str) -> Optional[List[int]]:
@@ -25,21 +31,42 @@ def _ints(text: Optional[str], flag: str) -> Optional[List[int]]:
     return values
 
 
+def parse_shard(text: Optional[str]) -> Optional[Tuple[int, int]]:
+    """``K/N`` (1-based): the K-th of N deterministic shares of the targets."""
+    if not text:
+        return None
+    try:
+        k, n = (int(x) for x in text.split("/"))
+    except ValueError as exc:
+        raise ConfigError(f"--shard expects K/N such as 2/4, got `{text}`") from exc
+    if n < 1 or not 1 <= k <= n:
+        raise ConfigError(f"--shard expects K/N with 1 <= K <= N, got `{text}`")
+    return k, n
+
+
+def shard(specs: List[TargetSpec], which: Optional[Tuple[int, int]]) -> List[TargetSpec]:
+    """Targets i (in config order) with i % N == K - 1: the same share on every machine."""
+    if which is None:
+        return specs
+    k, n = which
+    return [s for i, s in enumerate(specs) if i % n == k - 1]
+
+
 def build_targets(args: argparse.Namespace, settings) -> List[TargetSpec]:
     overrides: Dict[str, Any] = {}
     for flag, key in (("batch_sizes", "batch-sizes"), ("seq_lens", "seq-lens")):
-        v = _ints(getattr(args, flag), "--" + key)
+        v = _ints(getattr(args, flag, None), "--" + key)
         if v is not None:
             overrides[key] = v
     for flag, key in (("dynamic", "dynamic"), ("backend", "backend"), ("device", "device"),
                       ("mode", "mode"), ("fullgraph", "fullgraph"), ("max_compiles", "max-compiles"),
                       ("timeout", "timeout"), ("no_grad", "no-grad"),
-                      ("memory_limit_mb", "memory-limit-mb")):
+                      ("memory_limit_mb", "memory-limit-mb"), ("suggest", "suggest")):
         v = getattr(args, flag, None)
         if v is not None:
             overrides[key] = v
     tables: List[Dict[str, Any]] = []
-    if args.model or args.inputs:
+    if getattr(args, "model", None) or getattr(args, "inputs", None):
         if not (args.model and args.inputs):
             raise ConfigError("--model and --inputs go together")
         table = {"name": args.model.split(":")[-1], "model": args.model, "inputs": args.inputs}
@@ -48,7 +75,7 @@ def build_targets(args: argparse.Namespace, settings) -> List[TargetSpec]:
         tables[0]["_base_dir"] = os.getcwd()
     else:
         tables = [dict(t, **overrides) for t in settings.targets]
-        if args.target:
+        if getattr(args, "target", None):
             names = {t.get("name") for t in tables}
             missing = [n for n in args.target if n not in names]
             if missing:
@@ -59,18 +86,30 @@ def build_targets(args: argparse.Namespace, settings) -> List[TargetSpec]:
             raise ConfigError("no targets: add [[targets]] to shapelint.toml (or "
                               "[[tool.shapelint.targets]] to pyproject.toml), or pass --model and --inputs")
     try:
-        return [TargetSpec.from_config(t) for t in tables]
+        specs = [TargetSpec.from_config(t) for t in tables]
     except TargetError as exc:
         raise ConfigError(str(exc)) from exc
+    return shard(specs, parse_shard(getattr(args, "shard", None)))
+
+
+def _say(text: str) -> None:
+    """A progress line on stderr: every field from a target cleaned (report/escape.py)."""
+    try:
+        print(clean(text), file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
 
 
 class Progress:
-    """Live progress on stderr: rich when installed and on a terminal, plain lines otherwise."""
+    """Live progress on stderr: rich when installed and on a terminal (one target at a time),
+    plain lines otherwise (prefixed with the target's name when several run at once)."""
 
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int, jobs: int = 1) -> None:
         self.total = total
+        self.jobs = jobs
+        self.lock = threading.Lock()
         self._rich = None
-        if sys.stderr.isatty():
+        if sys.stderr.isatty() and jobs == 1:
             try:
                 from rich.progress import Progress as RichProgress
 
@@ -82,55 +121,116 @@ class Progress:
 
     def start(self, spec: TargetSpec) -> None:
         n = len(spec.shapes())
-        if self._rich is not None:
-            self._task = self._rich.add_task(f"{spec.name}", total=n)
-        else:
-            print(f"shapelint run: {spec.name}: {n} shapes, backend {spec.backend}, "
-                  f"dynamic {spec.dynamic}", file=sys.stderr, flush=True)
+        with self.lock:
+            if self._rich is not None:
+                self._task = self._rich.add_task(clean(spec.name), total=n)
+            else:
+                _say(f"shapelint run: {spec.name}: {n} shapes, backend {spec.backend}, "
+                     f"dynamic {spec.dynamic}")
 
     def shape(self, spec: TargetSpec, row: Dict[str, Any]) -> None:
-        if self._rich is not None and self._task is not None:
-            self._rich.advance(self._task)
-        else:
-            err = f"  error: {row['error']}" if row.get("error") else ""
-            print(f"  {shape_text(row)}: {row['new_compiles']} new compile(s) "
-                  f"({row['seconds']:.2f}s){err}", file=sys.stderr, flush=True)
+        with self.lock:
+            if self._rich is not None and self._task is not None:
+                self._rich.advance(self._task)
+            else:
+                who = f"{spec.name}: " if self.jobs > 1 else ""
+                err = f"  error: {row['error']}" if row.get("error") else ""
+                eager = "  ran uncompiled (eager)" if row.get("eager") else ""
+                _say(f"  {who}{shape_text(row)}: {row['new_compiles']} new compile(s) "
+                     f"({row['seconds']:.2f}s){eager}{err}")
 
-    def done(self, spec: TargetSpec, result: Dict[str, Any]) -> None:
-        if self._rich is None:
-            status = "FAILED: " + "; ".join(result.get("problems") or [result.get("error") or ""]) \
-                if result.get("failed") else "ok"
-            print(f"  {spec.name}: {result['compiles']} compiles in {result.get('seconds', 0)}s, {status}",
-                  file=sys.stderr, flush=True)
+    def done(self, spec: TargetSpec, result: TargetResult) -> None:
+        with self.lock:
+            if self._rich is None:
+                _say(f"  {spec.name}: {result.compiles} compiles in {result.seconds}s, {result.verdict}")
 
     def close(self) -> None:
         if self._rich is not None:
             self._rich.stop()
 
 
-def run_targets(specs: List[TargetSpec]) -> List[Dict[str, Any]]:
-    from shapelint.harness.runner import run_target
+class RunInterrupted(Exception):
+    """Ctrl-C (or SIGTERM) during the replays: ``results`` are the targets that finished."""
 
-    progress = Progress(len(specs))
-    results = []
+    def __init__(self, results: List[TargetResult], total: int) -> None:
+        super().__init__("interrupted")
+        self.results = results
+        self.total = total
+
+
+def run_targets(specs: List[TargetSpec], jobs: int = 1) -> List[TargetResult]:
+    """Replay every target (``jobs`` at a time, each in its own subprocess); results in the
+    order of ``specs`` whatever finished first. Ctrl-C stops every worker and raises
+    RunInterrupted with the targets that had finished."""
+    from shapelint.harness import runner
+
+    jobs = max(1, min(jobs or 1, len(specs) or 1))
+    progress = Progress(len(specs), jobs)
+    results: List[Optional[TargetResult]] = [None] * len(specs)
+    stopping = threading.Event()
+
+    def one(i: int, spec: TargetSpec) -> None:
+        if stopping.is_set():
+            return
+        progress.start(spec)
+        result = runner.run_target(spec, on_shape=lambda row, s=spec: progress.shape(s, row))
+        if stopping.is_set():
+            return  # killed by the interrupt: not a finished target
+        if spec.suggest and not result.error:
+            from shapelint.harness.remedy import measure
+
+            result.remedies = measure(spec, result, stopping)
+        results[i] = result
+        progress.done(spec, result)
+
+    previous = _terminate_as_interrupt()
     try:
-        for spec in specs:
-            progress.start(spec)
-            result = run_target(spec, on_shape=lambda row, s=spec: progress.shape(s, row))
-            if result.get("error") and result.get("problems") is not None:
-                result["problems"] = list(result["problems"]) + [result["error"]]
-            progress.done(spec, result)
-            results.append(result)
-    finally:
+        if jobs == 1:
+            for i, spec in enumerate(specs):
+                one(i, spec)
+        else:
+            pool = ThreadPoolExecutor(max_workers=jobs)
+            futures = [pool.submit(one, i, s) for i, s in enumerate(specs)]
+            try:
+                for fut in futures:
+                    while True:
+                        try:
+                            fut.result(timeout=0.5)
+                            break
+                        except TimeoutError:
+                            continue
+                        except Exception as exc:  # noqa: BLE001 - concurrent.futures.TimeoutError
+                            if type(exc).__name__ == "TimeoutError":
+                                continue
+                            raise
+            finally:
+                pool.shutdown(wait=not stopping.is_set(), cancel_futures=True)
+    except KeyboardInterrupt:
+        stopping.set()
+        runner.stop_all()
         progress.close()
-    return results
+        raise RunInterrupted([r for r in results if r is not None], len(specs)) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        progress.close()
+    return [r for r in results if r is not None]
 
 
-def static_for_targets(args, settings, rules, enabled, specs, results) -> CheckResult:
-    """Static pass over each target's module and every file an event points into."""
-    from shapelint.cli import run_static
-    from shapelint.harness.join import events_of
+def _terminate_as_interrupt():
+    """SIGTERM ends a run as Ctrl-C does: what finished is reported, every worker stopped."""
+    def handler(signum, frame):  # noqa: ANN001
+        raise KeyboardInterrupt
 
+    try:
+        return signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        return signal.SIG_DFL
+
+
+def static_paths(specs: List[TargetSpec], results: List[TargetResult]) -> List[str]:
+    """Files the static pass checks for the join: each target's module and inputs, its
+    ``check-paths``, every file an event points into and every file the replay executed
+    (library code included)."""
     paths: List[str] = []
     for spec in specs:
         for ref in (spec.model, spec.inputs):
@@ -142,29 +242,15 @@ def static_for_targets(args, settings, rules, enabled, specs, results) -> CheckR
                 paths.append(f)
         paths.extend(os.path.join(spec.base_dir, p) for p in spec.check_paths)
     for r in results:
-        for ev in events_of(r):
-            paths.append(ev["abspath"])
-    paths = [p for p in dict.fromkeys(os.path.abspath(p) for p in paths) if os.path.exists(p)]
-    if not paths:
-        return CheckResult()
-    return run_static(paths, settings, rules, enabled, use_cache=not args.no_cache,
-                      root=os.path.commonpath([os.path.dirname(p) for p in paths]))
+        for ev in r.events:
+            paths.extend(ab for ab, _ in ev.locations())
+        paths.extend(r.executed)
+    return [p for p in dict.fromkeys(os.path.abspath(p) for p in paths)
+            if os.path.exists(p) and (os.path.isdir(p) or p.endswith(".py"))]
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from shapelint.cli import apply_filters, emit, resolve_settings
-    from shapelint.harness.join import annotate_targets, join
-
-    settings, rules, enabled = resolve_settings(args, ["."])
-    specs = build_targets(args, settings)
-    results = run_targets(specs)
-    if args.no_static:
-        result = CheckResult()
-    else:
-        result = static_for_targets(args, settings, rules, enabled, specs, results)
-    exercised = {os.path.abspath(f["path"]) for r in results for f in r.get("frames", []) if f.get("path")}
-    result.findings = join(result.findings, results, exercised)
-    annotate_targets(results, result.findings)
-    result = apply_filters(args, result)
-    emit(args, settings, result, rules, targets=results, fail_on_findings=False)
-    return 1 if any(r.get("failed") for r in results) else 0
+def exercised_files(results: List[TargetResult]) -> List[str]:
+    """Files the replays ran: compiled frames, executed lines, blamed events."""
+    out = {os.path.abspath(f["path"]) for r in results for f in r.frames if f.get("path")}
+    out |= {os.path.abspath(p) for r in results for p in r.executed}
+    return sorted(out)

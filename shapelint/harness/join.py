@@ -1,62 +1,86 @@
-"""Join static findings with runtime events: confirmed, not-seen, unpredicted.
+"""Join static findings with runtime events: confirmed, not-seen, not-reached, unpredicted.
 
 A finding is confirmed by an event blamed on a line it covers (with the shape that triggered
-it and torch's reason as evidence); a finding in a file the harness exercised with no such
-event is not-seen (with the shapes tried); an event on a line no finding covers becomes an
-``unpredicted`` finding of a runtime-only rule (SL900-SL903)."""
+it and torch's reason as evidence); a finding the replay reached (coverage) with no such event
+is not-seen (with the shapes tried); one in a file the replay ran but on lines it never reached
+is not-reached; an event on a line no finding covers becomes an ``unpredicted`` finding of the
+runtime-only rule whose evidence is the event's kind (SL900-SL903, found in the registry)."""
 
 from __future__ import annotations
 
 import linecache
 import os
 import re
-from typing import Any, Dict, Iterable, List, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
-from shapelint.finding import (CONFIRMED, NOT_SEEN, UNPREDICTED, Finding, Location, relpath,
-                               shape_text)
+from shapelint.finding import (CONFIRMED, FALLBACK, NOT_REACHED, NOT_SEEN, RECOMPILE,
+                               UNPREDICTED, Event, Finding, Location, TargetResult, as_target,
+                               relpath, shape_text)
 
-EVENT_RULES = {"recompile": ("SL900", "unpredicted-recompile"),
-               "graph-break": ("SL901", "unpredicted-graph-break"),
-               "specialization": ("SL902", "unpredicted-specialization"),
-               "compile-error": ("SL903", "unpredicted-compile-error")}
+Place = Tuple[str, int]
 
 
-def events_of(target: Dict[str, Any]) -> Iterable[Dict[str, Any]]:
-    """Every blamed event of a target with a user line, in one shape."""
-    name = target.get("name")
-    for r in target.get("recompiles", []):
-        if r.get("abspath") and r.get("line"):
-            yield {"kind": "recompile", "target": name, "abspath": r["abspath"], "line": r["line"],
-                   "shape": r.get("shape"), "reason": r.get("reason"), "detail": r.get("kind"),
-                   "guard": r.get("guard")}
-    for s in target.get("specializations", []):
-        if s.get("abspath") and s.get("line") and not s.get("benign"):
-            yield {"kind": "specialization", "target": name, "abspath": s["abspath"], "line": s["line"],
-                   "shape": s.get("shape"),
-                   "reason": f"{', '.join(s.get('sources') or [])} specialized to {s.get('value')} "
-                             f"({s.get('reason')})"}
-    for g in target.get("graph_breaks", []):
-        if g.get("abspath") and g.get("line"):
-            yield {"kind": "graph-break", "target": name, "abspath": g["abspath"], "line": g["line"],
-                   "shape": g.get("shape"), "reason": g.get("reason"),
-                   "registry_id": g.get("registry_id")}
-    for e in target.get("compile_errors", []):
-        if e.get("abspath") and e.get("line"):
-            yield {"kind": "compile-error", "target": name, "abspath": e["abspath"], "line": e["line"],
-                   "shape": e.get("shape"), "reason": e.get("message")}
+def runtime_rules(rules: Optional[Dict[str, Any]] = None) -> Dict[str, Tuple[str, str]]:
+    """Event kind -> (code, name) of the runtime-only rule reporting it when no static rule
+    predicted it (the rule whose ``evidence`` names the kind)."""
+    if rules is None:
+        from shapelint.registry import all_rules
+
+        rules = all_rules()
+    out: Dict[str, Tuple[str, str]] = {}
+    for code in sorted(rules):
+        r = rules[code]
+        if getattr(r, "runtime_only", False):
+            for kind in r.evidence:
+                out.setdefault(kind, (r.code, r.name))
+    return out
 
 
-def _summary(ev: Dict[str, Any]) -> str:
-    extra = f" [{ev['registry_id']}]" if ev.get("registry_id") else ""
-    return f"{ev['kind']} at {shape_text(ev.get('shape') or {})} ({ev['target']}): {ev.get('reason', '')}{extra}"
+def joinable(t: TargetResult) -> Iterator[Event]:
+    """Events that can meet a finding: with a line; not a benign specialization."""
+    for ev in t.events:
+        if ev.locations() and not (ev.kind == "specialization" and ev.benign):
+            yield ev
+
+
+def events_of(target: Any) -> Iterable[Dict[str, Any]]:
+    """Every blamed event of a target with a user line, one dict per blamed line (the shape
+    tests written against earlier versions read)."""
+    t = as_target(target)
+    for ev in joinable(t):
+        for ab, line in ev.locations():
+            yield {"kind": ev.kind, "target": t.name, "abspath": ab, "line": line,
+                   "shape": ev.shape, "reason": ev.reason, "detail": ev.detail,
+                   "guard": ev.guard, "registry_id": ev.registry_id, "framework": ev.framework}
+
+
+def summary(ev: Event, target: str) -> str:
+    extra = f" [{ev.registry_id}]" if ev.registry_id else ""
+    fw = " (framework guard)" if ev.framework else ""
+    return f"{ev.kind} at {shape_text(ev.shape)} ({target}): {ev.reason}{extra}{fw}"
+
+
+def evidence(ev: Event, target: str, place: Optional[Place] = None) -> Dict[str, Any]:
+    """An event as a finding's evidence (JSON): kind, shape, reason, where."""
+    ab, line = place or (ev.abspath, ev.line)
+    out = {"kind": ev.kind, "target": target, "path": relpath(ab) if ab else None, "line": line,
+           "shape": ev.shape, "reason": ev.reason, "detail": ev.detail,
+           "summary": summary(ev, target)}
+    if ev.guard:
+        out["guard"] = ev.guard
+    if ev.registry_id:
+        out["registry_id"] = ev.registry_id
+    if ev.framework:
+        out["framework"] = True
+    return out
 
 
 STATE_ATTR = re.compile(r"`self\.(\w+)`")
 
 
-def _guards_on_written_state(f: Finding, events: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+def _guards_on_written_state(f: Finding, events: List[Tuple[Event, str]]) -> List[Tuple[Event, str, Place]]:
     """torch blames a guard on module state on the line that *reads* it; a state-mutation
-    finding sits on the write, so it is confirmed by a recompile whose guard names the
+    finding sits on the write, so it is confirmed by a recompile whose value guard names the
     attribute (``self._seq_len_cached == 5``) in the same file."""
     if "recompile" not in f.evidence or f.rule != "SL302":
         return []
@@ -64,77 +88,118 @@ def _guards_on_written_state(f: Finding, events: List[Dict[str, Any]]) -> List[D
     if not m:
         return []
     attr = re.compile(r"\b" + re.escape(m.group(1)) + r"\b")
-    return [ev for ev in events if ev["kind"] == "recompile" and ev.get("detail") == "value-guard"
-            and os.path.abspath(ev["abspath"]) == os.path.abspath(f.path)
-            and attr.search(ev.get("reason") or "")]
+    out = []
+    for ev, target in events:
+        if ev.kind != RECOMPILE:
+            continue
+        for g in ev.guards:
+            if g.get("detail") in ("value-guard", "attribute", "attribute-write") and g.get("abspath") \
+                    and os.path.abspath(g["abspath"]) == os.path.abspath(f.path) \
+                    and attr.search(g.get("guard") or g.get("text") or ""):
+                out.append((ev, target, (g["abspath"], int(g["line"]))))
+                break
+    return out
 
 
-def join(findings: List[Finding], targets: List[Dict[str, Any]],
-         exercised: Iterable[str]) -> List[Finding]:
-    """Statuses for ``findings`` plus unpredicted findings; ``exercised`` are the absolute
-    paths the harness ran (a finding elsewhere keeps the status ``predicted``)."""
-    exercised = {os.path.abspath(p) for p in exercised}
-    events = [ev for t in targets for ev in events_of(t)]
-    by_line: Dict[Tuple[str, int], List[Dict[str, Any]]] = {}
-    for ev in events:
-        by_line.setdefault((os.path.abspath(ev["abspath"]), int(ev["line"])), []).append(ev)
-    tried = sorted({shape_text(s) for t in targets for s in t.get("shapes", [])})
-    claimed = set()
+def coverage_of(targets: List[TargetResult]) -> Dict[str, Set[int]]:
+    """Every line any replay executed, by absolute path."""
+    out: Dict[str, Set[int]] = {}
+    for t in targets:
+        for path, lines in t.executed.items():
+            out.setdefault(os.path.abspath(path), set()).update(int(x) for x in lines)
+    return out
+
+
+def join(findings: List[Finding], targets: List[Any], exercised: Iterable[str],
+         rules: Optional[Dict[str, Any]] = None, unpredicted: bool = True) -> List[Finding]:
+    """Statuses for ``findings`` plus unpredicted findings. ``exercised`` are the absolute
+    paths the harness ran (a finding elsewhere keeps the status ``predicted``); with
+    ``unpredicted=False`` (no static pass ran) events are not turned into findings."""
+    targets = [as_target(t) for t in targets]
+    covered = coverage_of(targets)
+    exercised = {os.path.abspath(p) for p in exercised} | set(covered)
+    events = [(ev, t.name) for t in targets for ev in joinable(t)]
+    by_line: Dict[Place, List[Tuple[Event, str]]] = {}
+    for ev, name in events:
+        if ev.kind == FALLBACK:
+            continue  # a consequence (the frame ran eagerly); its cause is the event that confirms
+        for place in ev.locations():
+            by_line.setdefault((os.path.abspath(place[0]), place[1]), []).append((ev, name))
+    tried = sorted({shape_text(s) for t in targets for s in t.shapes})
+    claimed: Set[Place] = set()
     out: List[Finding] = []
     for f in findings:
         ab = os.path.abspath(f.path)
-        hits = []
-        for line in range(f.location.line, max(f.location.end_line, f.location.line) + 1):
-            hits.extend(by_line.get((ab, line), []))
-            if hits:
+        lines = range(f.location.line, max(f.location.end_line, f.location.line) + 1)
+        hits: List[Dict[str, Any]] = []
+        for line in lines:
+            for ev, name in by_line.get((ab, line), []):
+                hits.append(evidence(ev, name, (ab, line)))
+            if by_line.get((ab, line)):
                 claimed.add((ab, line))
         if not hits:
-            hits = _guards_on_written_state(f, events)
+            hits = [evidence(ev, name, place) for ev, name, place in _guards_on_written_state(f, events)]
         if hits:
-            f = f.replace(status=CONFIRMED, evidence_events=[
-                dict({k: v for k, v in ev.items() if k != "abspath"}, path=relpath(ev["abspath"]),
-                     summary=_summary(ev)) for ev in hits])
+            f = f.replace(status=CONFIRMED, evidence_events=hits)
+        elif ab in covered and not any(line in covered[ab] for line in lines):
+            f = f.replace(status=NOT_REACHED, evidence_events=[
+                {"kind": "not-reached", "shapes": tried,
+                 "summary": f"the replay never ran this line (at {', '.join(tried)}): no "
+                            f"compiled call reached it"}])
         elif ab in exercised:
             f = f.replace(status=NOT_SEEN, evidence_events=[
                 {"kind": "not-seen", "shapes": tried,
                  "summary": f"no event at this line at {', '.join(tried)}"}])
         out.append(f)
-    seen_unpredicted = set()
-    for ev in events:
-        key = (os.path.abspath(ev["abspath"]), int(ev["line"]))
-        if key in claimed:
-            continue
-        dedupe = key + (ev["kind"],)
-        if dedupe in seen_unpredicted:
-            continue
-        seen_unpredicted.add(dedupe)
-        code, name = EVENT_RULES[ev["kind"]]
-        path = relpath(ev["abspath"])
-        source = linecache.getline(ev["abspath"], int(ev["line"])).strip()
-        related = [e for e in events if (os.path.abspath(e["abspath"]), int(e["line"])) == key
-                   and e["kind"] == ev["kind"]]
-        out.append(Finding(
-            rule=code, name=name, location=Location(path, int(ev["line"]), 1),
-            message=f"{ev['kind']} seen at run time that no static rule predicted: {ev.get('reason', '')}",
-            severity="error" if ev["kind"] == "compile-error" else "warning",
-            evidence=(ev["kind"],), status=UNPREDICTED, source_line=source,
-            registry_ids=tuple(x for x in [ev.get("registry_id")] if x),
-            evidence_events=[dict({k: v for k, v in e.items() if k != "abspath"}, path=path,
-                                  summary=_summary(e)) for e in related]))
+    if unpredicted:
+        out.extend(_unpredicted(events, claimed, runtime_rules(rules)))
     return sorted(out, key=Finding.sort_key)
 
 
-def annotate_targets(targets: List[Dict[str, Any]], findings: List[Finding]) -> None:
-    """Add the blamed source line and the confirming rule to each target event (for reports)."""
-    by_line: Dict[Tuple[str, int], List[str]] = {}
+def _unpredicted(events: List[Tuple[Event, str]], claimed: Set[Place],
+                 kinds: Dict[str, Tuple[str, str]]) -> List[Finding]:
+    """One finding per (line, kind) of events no finding claimed, of the runtime-only rule
+    for the kind; framework guards (torch's own, see Event.framework) are not the user's."""
+    groups: Dict[Tuple[str, int, str], List[Tuple[Event, str]]] = {}
+    for ev, name in events:
+        if ev.kind not in kinds or ev.framework:
+            continue
+        for ab, line in ev.locations(callers=False):  # a call site alone is not the cause
+            key = (os.path.abspath(ab), line)
+            if key in claimed:
+                continue
+            groups.setdefault(key + (ev.kind,), []).append((ev, name))
+    out = []
+    for (ab, line, kind), evs in groups.items():
+        code, rname = kinds[kind]
+        first = evs[0][0]
+        path = relpath(ab)
+        out.append(Finding(
+            rule=code, name=rname, location=Location(path, line, 1),
+            message=f"{kind} seen at run time that no static rule predicted: {first.reason}",
+            severity="error" if kind == "compile-error" else "warning",
+            evidence=(kind,), status=UNPREDICTED,
+            source_line=linecache.getline(ab, line).strip(),
+            registry_ids=tuple(x for x in [first.registry_id] if x),
+            evidence_events=[evidence(ev, name, (ab, line)) for ev, name in evs]))
+    return out
+
+
+def annotate_targets(targets: List[Any], findings: List[Finding]) -> None:
+    """Add the blamed source line and the confirming rules to each target event (reports)."""
+    by_line: Dict[Place, List[str]] = {}
     for f in findings:
         if f.status != UNPREDICTED:
             for line in range(f.location.line, max(f.location.end_line, f.location.line) + 1):
                 by_line.setdefault((os.path.abspath(f.path), line), []).append(f.rule)
     for t in targets:
-        for key in ("recompiles", "specializations", "graph_breaks", "compile_errors"):
-            for ev in t.get(key, []):
-                if ev.get("abspath") and ev.get("line"):
-                    ev["source"] = linecache.getline(ev["abspath"], int(ev["line"])).strip()
-                    ev["confirms"] = sorted(set(by_line.get((os.path.abspath(ev["abspath"]),
-                                                            int(ev["line"])), [])))
+        for ev in as_target(t).events:
+            if ev.abspath and ev.line:
+                ev.source = linecache.getline(ev.abspath, int(ev.line)).strip()
+            rules = set()
+            for place in ev.locations():
+                rules.update(by_line.get((os.path.abspath(place[0]), place[1]), []))
+            for g in ev.guards + ev.also:
+                if g.get("abspath") and g.get("line"):
+                    g["source"] = linecache.getline(g["abspath"], int(g["line"])).strip()
+            ev.confirms = sorted(rules)

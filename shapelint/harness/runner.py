@@ -1,57 +1,140 @@
 """The parent side: one subprocess per target, with a timeout, and a result that survives the
-child hanging, raising, running out of memory or crashing."""
+child hanging, raising, running out of memory or crashing.
+
+Nothing is left behind: the worker's work folder (spec, records, TORCH_TRACE logs) is removed
+when the target ends, whatever ended it; the worker's process group is killed once it exits (a
+child the model started goes with it, see worker.end_descendants); what the target prints is
+drained from a pipe and only its last lines are kept, so a target that floods stdout fills
+neither memory nor the disk. :func:`stop_all` ends every worker still running (Ctrl-C)."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections import deque
 from typing import Any, Callable, Dict, List, Optional
 
-from shapelint.finding import relpath
+from shapelint.finding import Event, TargetResult, relpath
+from shapelint.harness.blame import mark_benign, varying_sources
 from shapelint.harness.coverage import merge
 from shapelint.harness.target import TargetSpec
 
 SIGNALS = {signal.SIGKILL: "killed (SIGKILL; out of memory?)", signal.SIGSEGV: "segmentation fault",
            signal.SIGABRT: "aborted", signal.SIGBUS: "bus error"}
+#: what is kept of a worker's own output (stdout and stderr together)
+TAIL_BYTES = 16 * 1024
+
+_LIVE: Dict[int, subprocess.Popen] = {}
+_LIVE_LOCK = threading.Lock()
 
 
-def _rel_paths(records: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    out = []
-    for r in records:
-        r = dict(r)
-        if r.get("path"):
-            r["abspath"] = r["path"]
-            r["path"] = relpath(r["path"])
-        out.append(r)
-    return out
+class Interrupted(Exception):
+    """The run was stopped (Ctrl-C) while this target ran."""
+
+
+def stop_all() -> None:
+    """Kill every worker (and its process group) still running."""
+    with _LIVE_LOCK:
+        procs = list(_LIVE.values())
+    for proc in procs:
+        _kill_group(proc)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        try:
+            proc.kill()
+        except OSError:
+            pass
+
+
+class _Tail:
+    """Drains a pipe on a thread, keeping the last TAIL_BYTES."""
+
+    def __init__(self, pipe) -> None:
+        self.chunks: deque = deque()
+        self.size = 0
+        self.dropped = 0
+        self.thread = threading.Thread(target=self._drain, args=(pipe,), daemon=True)
+        self.thread.start()
+
+    def _drain(self, pipe) -> None:
+        try:
+            while True:
+                chunk = pipe.read1(65536) if hasattr(pipe, "read1") else pipe.read(65536)
+                if not chunk:
+                    break
+                self.chunks.append(chunk)
+                self.size += len(chunk)
+                while self.size - len(self.chunks[0]) >= TAIL_BYTES and len(self.chunks) > 1:
+                    old = self.chunks.popleft()
+                    self.size -= len(old)
+                    self.dropped += len(old)
+        except (OSError, ValueError):
+            pass
+        finally:
+            try:
+                pipe.close()
+            except OSError:
+                pass
+
+    def text(self) -> str:
+        self.thread.join(timeout=5)
+        data = b"".join(self.chunks)[-TAIL_BYTES:]
+        return data.decode("utf-8", "replace")
 
 
 def run_target(spec: TargetSpec, on_shape: Optional[Callable[[Dict[str, Any]], None]] = None,
-               python: Optional[str] = None) -> Dict[str, Any]:
-    """Replay one target in a fresh interpreter; always returns a result dict."""
+               python: Optional[str] = None) -> TargetResult:
+    """Replay one target in a fresh interpreter; always returns a result."""
     workdir = tempfile.mkdtemp(prefix="shapelint-run-")
+    try:
+        return _run_in(workdir, spec, on_shape, python)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _run_in(workdir: str, spec: TargetSpec, on_shape, python) -> TargetResult:
     spec_path = os.path.join(workdir, "spec.json")
     out_path = os.path.join(workdir, "out.jsonl")
-    err_path = os.path.join(workdir, "stderr.txt")
     with open(spec_path, "w") as fh:
         json.dump(spec.to_json(), fh)
     env = dict(os.environ)
     env.setdefault("PYTHONUNBUFFERED", "1")
     env.pop("TORCH_COMPILE_JOB_ID", None)
+    env["SHAPELINT_WORKDIR"] = workdir  # TORCH_TRACE logs go here, and go with it
+    if spec.backend == "inductor" or spec.mode:  # Inductor's kernel cache stays where torch keeps it
+        import getpass
+
+        try:
+            user = getpass.getuser()
+        except Exception:  # noqa: BLE001
+            user = "user"
+        env.setdefault("TORCHINDUCTOR_CACHE_DIR",
+                       os.path.join(tempfile.gettempdir(), f"torchinductor_{user}"))
+    env["TMPDIR"] = workdir  # so do the temporary files of torch and of the model
     pkg_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = os.pathsep.join([pkg_root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     started = time.perf_counter()
     error: Optional[str] = None
-    with open(err_path, "w") as err:
-        proc = subprocess.Popen([python or sys.executable, "-m", "shapelint.harness.worker",
-                                 spec_path, out_path], cwd=spec.base_dir, env=env,
-                                stdout=err, stderr=err, start_new_session=True)
-        seen = 0
+    proc = subprocess.Popen([python or sys.executable, "-m", "shapelint.harness.worker",
+                             spec_path, out_path], cwd=spec.base_dir, env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    with _LIVE_LOCK:
+        _LIVE[proc.pid] = proc
+    tail = _Tail(proc.stdout)
+    reader = _Reader(out_path)
+    try:
         deadline = started + spec.timeout
         while True:
             try:
@@ -59,19 +142,23 @@ def run_target(spec: TargetSpec, on_shape: Optional[Callable[[Dict[str, Any]], N
                 break
             except subprocess.TimeoutExpired:
                 pass
-            seen = _poll(out_path, seen, on_shape)
+            reader.poll(on_shape)
             if time.perf_counter() > deadline:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except OSError:
-                    proc.kill()
+                _kill_group(proc)
                 proc.wait()
                 error = f"timed out after {spec.timeout:g} s"
                 break
-        _poll(out_path, seen, on_shape)
-    records = _read(out_path)
-    result = assemble(spec, records)
-    result["seconds"] = round(time.perf_counter() - started, 2)
+    except BaseException:
+        _kill_group(proc)
+        proc.wait()
+        raise
+    finally:
+        _kill_group(proc)  # whatever the target started in its group ends with it
+        with _LIVE_LOCK:
+            _LIVE.pop(proc.pid, None)
+    reader.poll(on_shape)
+    records = reader.records
+    output = tail.text()
     if error is None and proc.returncode not in (0, None):
         fatal = next((r for r in records if r.get("type") == "fatal"), None)
         if fatal is not None:
@@ -80,82 +167,107 @@ def run_target(spec: TargetSpec, on_shape: Optional[Callable[[Dict[str, Any]], N
             sig = -proc.returncode
             error = f"worker crashed: {SIGNALS.get(sig, f'signal {sig}')}"
         else:
-            tail = _tail(err_path)
-            error = f"worker exited with status {proc.returncode}" + (f": {tail}" if tail else "")
+            last = _last_line(output)
+            error = f"worker exited with status {proc.returncode}" + (f": {last}" if last else "")
+    elif error is None:
+        fatal = next((r for r in records if r.get("type") == "fatal"), None)
+        if fatal is not None:
+            error = fatal["error"]
     if error is None and not any(r.get("type") == "done" for r in records):
         error = "worker stopped before finishing"
+    result = assemble(spec, records, error)
+    result.seconds = round(time.perf_counter() - started, 2)
     if error:
-        result["error"] = error
-        result["failed"] = True
+        result.output_tail = output[-2000:]
     return result
 
 
-def _read(path: str) -> List[Dict[str, Any]]:
-    out = []
-    try:
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                try:
-                    out.append(json.loads(line))
-                except ValueError:
-                    pass  # a line cut by a crash
-    except OSError:
-        pass
-    return out
+class _Reader:
+    """Reads the worker's records as they are appended (a line cut by a crash is skipped)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.pos = 0
+        self.records: List[Dict[str, Any]] = []
+        self.partial = ""
+
+    def poll(self, on_shape) -> None:
+        try:
+            with open(self.path, encoding="utf-8", errors="replace") as fh:
+                fh.seek(self.pos)
+                data = fh.read()
+                self.pos = fh.tell()
+        except OSError:
+            return
+        data = self.partial + data
+        lines = data.split("\n")
+        self.partial = lines.pop()
+        for line in lines:
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            self.records.append(rec)
+            if on_shape is not None and rec.get("type") == "shape":
+                on_shape(rec["row"])
 
 
-def _poll(path: str, seen: int, on_shape) -> int:
-    if on_shape is None:
-        return seen
-    records = [r for r in _read(path) if r.get("type") == "shape"]
-    for r in records[seen:]:
-        on_shape(r["row"])
-    return len(records)
-
-
-def _tail(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            lines = [ln.strip() for ln in fh.read().splitlines() if ln.strip()]
-    except OSError:
-        return ""
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     return lines[-1][:300] if lines else ""
 
 
-def assemble(spec: TargetSpec, records: List[Dict[str, Any]]) -> Dict[str, Any]:
+def _display(ev: Event) -> Event:
+    """Paths shown relative to the working directory (absolute ones kept in ``abspath``)."""
+    if ev.abspath:
+        ev.path = relpath(ev.abspath)
+    for item in ev.guards + ev.also:
+        if item.get("abspath"):
+            item["path"] = relpath(item["abspath"])
+    return ev
+
+
+def assemble(spec: TargetSpec, records: List[Dict[str, Any]], error: Optional[str] = None) -> TargetResult:
     meta = next((r for r in records if r.get("type") == "meta"), {})
-    rows = [r["row"] for r in records if r.get("type") == "shape"]
-    summaries = [r["summary"] for r in records if "summary" in r]
-    summary = summaries[-1] if summaries else {}
+    shapes = [r for r in records if r.get("type") == "shape"]
+    rows = [r["row"] for r in shapes]
+    done = next((r for r in records if r.get("type") == "done"), None)
+    last = done or (shapes[-1] if shapes else {})
+    events = [_display(Event.from_json(e)) for r in shapes for e in r.get("events", [])]
+    varying = varying_sources(r.get("inputs") for r in shapes)
+    mark_benign(events, varying)
     backend = spec.backend if not spec.mode else "inductor"
-    result: Dict[str, Any] = {
-        "name": spec.name, "model": spec.model, "torch_version": meta.get("torch_version"),
-        "device": meta.get("device"), "backend": backend, "dynamic": spec.dynamic,
-        "mode": spec.mode, "fullgraph": spec.fullgraph, "trace_source": meta.get("trace_source"),
-        "shapes": [{"batch": r["batch"], "seq_len": r["seq_len"]} for r in rows],
-        "shapes_planned": spec.shapes(),
-        "compiles": summary.get("compiles", 0),
-        "per_shape": rows,
-        "frames": [dict(f, path=relpath(f["path"]) if f.get("path") else f.get("path"))
-                   for f in summary.get("frames", [])],
-        "recompiles": _rel_paths(summary.get("recompiles", [])),
-        "specializations": _rel_paths(summary.get("specializations", [])),
-        "graph_breaks": _rel_paths(summary.get("graph_breaks", [])),
-        "compile_errors": _rel_paths(summary.get("compile_errors", [])),
-        # user lines the compiled region ran, {path: lines}; each shape record adds its new ones
-        "executed": {relpath(p): ls for p, ls in
-                     merge([r.get("executed") or {} for r in records]).items()},
-        "max_compiles": spec.max_compiles,
-        "error": None, "failed": False,
-    }
-    problems = []
-    if spec.max_compiles is not None and result["compiles"] > spec.max_compiles:
-        problems.append(f"{result['compiles']} compiles exceed max-compiles {spec.max_compiles}")
-    if spec.fullgraph and result["graph_breaks"]:
+    result = TargetResult(
+        name=spec.name, model=spec.model, torch_version=meta.get("torch_version"),
+        device=meta.get("device"), backend=backend, dynamic=spec.dynamic, mode=spec.mode,
+        fullgraph=spec.fullgraph, trace_source=meta.get("trace_source"),
+        shapes=[{"batch": r["batch"], "seq_len": r["seq_len"]} for r in rows],
+        shapes_planned=spec.shapes(), compiles=int(last.get("compiles") or 0), per_shape=rows,
+        frames=[dict(f, path=relpath(f["path"]) if f.get("path") else f.get("path"))
+                for f in last.get("frames", [])],
+        events=events,
+        executed={relpath(p): ls for p, ls in merge([r.get("executed") or {} for r in records]).items()},
+        varying=sorted(varying), max_compiles=spec.max_compiles, error=error)
+    result.problems = verdict(spec, result)
+    return result
+
+
+def verdict(spec: TargetSpec, result: TargetResult) -> List[str]:
+    """Everything that fails a target, in one place: the reporters only read it."""
+    problems: List[str] = []
+    if result.error:
+        problems.append(result.error)
+    if spec.max_compiles is not None and result.compiles > spec.max_compiles:
+        problems.append(f"{result.compiles} compiles exceed max-compiles {spec.max_compiles}")
+    if spec.fullgraph and result.of_kind("graph-break"):
         problems.append("graph break under fullgraph")
-    shape_errors = [r for r in rows if r.get("error")]
+    for ev in result.of_kind("fallback"):
+        where = f" ({ev.path}:{ev.line})" if ev.path and ev.line else ""
+        problems.append(f"fell back to eager{where}: {ev.reason}")
+    eager = [r for r in result.per_shape if r.get("eager")]
+    if eager and not result.of_kind("fallback"):
+        problems.append(f"{len(eager)} shape(s) ran uncompiled")
+    shape_errors = [r for r in result.per_shape if r.get("error")]
     if shape_errors:
         problems.append(f"{len(shape_errors)} shape(s) failed")
-    result["problems"] = problems
-    result["failed"] = bool(problems)
-    return result
+    return problems

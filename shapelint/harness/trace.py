@@ -23,9 +23,14 @@ KEEP_ARTIFACTS = {"recompile_reasons", "dynamo_graph_break_reason", "dynamo_erro
 Event = Dict[str, Any]
 
 
-def make_event(md: Dict[str, Any], payload: Optional[str]) -> Optional[Event]:
+#: what describes a compile's inputs (their sources and sizes): kept when events must say the
+#: shape of the call that triggered them (the pytest fixture, which sees no inputs)
+INPUTS = {"describe_source", "describe_tensor"}
+
+
+def make_event(md: Dict[str, Any], payload: Optional[str], keep_inputs: bool = False) -> Optional[Event]:
     kind = next((k for k in md if k not in CONTEXT), "?")
-    if kind in DROP:
+    if kind in DROP and not (keep_inputs and kind in INPUTS):
         return None
     body = md.get(kind)
     if kind == "artifact" and isinstance(body, dict) and body.get("name") not in KEEP_ARTIFACTS:
@@ -40,11 +45,14 @@ def make_event(md: Dict[str, Any], payload: Optional[str]) -> Optional[Event]:
 class Collector(logging.Handler):
     """A handler on ``torch.__trace``: keeps the events the blame logic needs."""
 
-    def __init__(self, on_event: Optional[Callable[[Event], None]] = None) -> None:
+    def __init__(self, on_event: Optional[Callable[[Event], None]] = None,
+                 keep_inputs: bool = False, keep_events: bool = False) -> None:
         super().__init__(logging.DEBUG)
         self.events: List[Event] = []
         self.strings: Dict[int, str] = {}
         self.on_event = on_event
+        self.keep_inputs = keep_inputs
+        self.keep_events = keep_events or on_event is None  # a listener keeps nothing itself
 
     def emit(self, record: logging.LogRecord) -> None:  # never raise inside torch
         try:
@@ -55,10 +63,11 @@ class Collector(logging.Handler):
                 path, idx = md["str"]
                 self.strings[int(idx)] = path
                 return
-            ev = make_event(md, getattr(record, "payload", None))
+            ev = make_event(md, getattr(record, "payload", None), self.keep_inputs)
             if ev is None:
                 return
-            self.events.append(ev)
+            if self.keep_events or self.on_event is None:
+                self.events.append(ev)
             if self.on_event is not None:
                 self.on_event(ev)
         except Exception:  # noqa: BLE001 - a listener must not break compilation

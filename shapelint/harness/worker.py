@@ -3,8 +3,11 @@
     python -m shapelint.harness.worker SPEC.json OUT.jsonl
 
 Each line of OUT is a JSON record written and flushed as soon as it is known (``meta``, one
-``shape`` per replayed shape with the cumulative ``summary``, then ``done``), so the parent keeps
-everything that finished even if this process hangs, runs out of memory or crashes.
+``shape`` per replayed shape with the events that shape added, then ``done``), so the parent
+keeps everything that finished even if this process hangs, runs out of memory or crashes.
+
+The run is four named steps: :func:`choose_trace_source`, :func:`load_model`,
+:func:`compile_options` and :func:`replay_shape`; :func:`run` strings them together.
 """
 
 from __future__ import annotations
@@ -14,11 +17,12 @@ import glob
 import inspect
 import json
 import os
+import signal
 import sys
-import tempfile
 import time
 import traceback
-from typing import Any, Dict, List, Tuple
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from shapelint.harness.target import TargetError, TargetSpec, load
 
@@ -30,7 +34,20 @@ class Out:
     def write(self, record: Dict[str, Any]) -> None:
         self.fh.write(json.dumps(record, default=str) + "\n")
         self.fh.flush()
-        os.fsync(self.fh.fileno())
+
+
+class Tape:
+    """Records what the Recorder was fed (trace events, interned paths, shapes, the values it
+    looked up) as JSON lines: ``SHAPELINT_RECORD=path`` writes the fixtures that
+    tests/test_recorded_traces.py replays without torch."""
+
+    def __init__(self, path: Optional[str]) -> None:
+        self.fh = open(path, "w", encoding="utf-8") if path else None
+
+    def write(self, **record: Any) -> None:
+        if self.fh is not None:
+            self.fh.write(json.dumps(record, default=str) + "\n")
+            self.fh.flush()
 
 
 def _short_exc(exc: BaseException) -> str:
@@ -76,183 +93,9 @@ def _to_device(obj: Any, device: str) -> Any:
     return obj
 
 
-def run(spec: TargetSpec, out: Out) -> int:
-    started = time.perf_counter()
-    try:
-        import torch
-        import torch._dynamo
-    except Exception as exc:  # noqa: BLE001
-        out.write({"type": "fatal", "error": f"cannot import torch: {_short_exc(exc)}"})
-        return 3
-
-    from shapelint.harness.blame import Recorder
-    from shapelint.harness.coverage import Coverage
-    from shapelint.harness.trace import Collector, attach, parse_trace_file
-
-    trace_dir = os.environ.get("SHAPELINT_TRACE_DIR")
-    if not trace_dir and (os.environ.get("SHAPELINT_TRACE_SOURCE") == "file"
-                          or not _has_trace_api()):
-        # no handler API in this torch: start again with TORCH_TRACE and read its log files
-        trace_dir = tempfile.mkdtemp(prefix="shapelint-trace-")
-        env = dict(os.environ, TORCH_TRACE=trace_dir, SHAPELINT_TRACE_DIR=trace_dir)
-        out.fh.flush()
-        os.execve(sys.executable, [sys.executable, "-m", "shapelint.harness.worker", *sys.argv[1:]], env)
-
-    os.environ.pop("TORCH_COMPILE_JOB_ID", None)  # PGO across processes makes runs irreproducible
-    device = spec.device
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    current: Dict[str, Any] = {}
-    collector = Collector()
-    recorder = Recorder(collector, lambda: current)
-    collector.on_event = recorder.on_event
-    coverage = Coverage()  # lines traced into the compiled region (coverage.py)
-    coverage.attach()
-    consumed = [0]
-    if trace_dir:
-        source = "TORCH_TRACE log files (the structured-trace handler API is unavailable)"
-
-        def feed() -> None:  # events of the shape that just ran
-            parsed = Collector()
-            for log in sorted(glob.glob(os.path.join(trace_dir, "*.log"))):
-                with open(log, encoding="utf-8", errors="replace") as fh:
-                    part = parse_trace_file(fh)
-                parsed.events.extend(part.events)
-                parsed.strings.update(part.strings)
-            collector.strings.update(parsed.strings)
-            for ev in parsed.events[consumed[0]:]:
-                recorder.on_event(ev)
-            consumed[0] = len(parsed.events)
-    else:
-        source = attach(collector)
-
-        def feed() -> None:
-            pass
-    torch._dynamo.reset()
-    torch._dynamo.utils.counters.clear()
-
-    cudagraph_records: List[int] = [0]
-    if spec.mode and "reduce-overhead" in spec.mode and device.startswith("cuda"):
-        try:
-            from torch._inductor import cudagraph_trees as ct
-
-            original = ct.CUDAGraphTreeManager.record_function
-
-            def counting(self, *a, **kw):  # type: ignore[no-untyped-def]
-                cudagraph_records[0] += 1
-                return original(self, *a, **kw)
-
-            ct.CUDAGraphTreeManager.record_function = counting  # type: ignore[assignment]
-        except Exception:  # noqa: BLE001
-            pass
-
-    out.write({"type": "meta", "torch_version": torch.__version__, "device": device,
-               "trace_source": source, "python": sys.version.split()[0]})
-    if spec.seed is not None:  # default: torch's own start-up seed, as in a plain script
-        torch.manual_seed(spec.seed)
-    try:
-        factory = load(spec.model, spec.base_dir)
-        inputs_fn = load(spec.inputs, spec.base_dir)
-        model = factory()
-        if isinstance(model, torch.nn.Module):
-            model = model.to(device)
-    except Exception as exc:  # noqa: BLE001 - a factory that raises is reported, not fatal
-        out.write({"type": "fatal", "error": f"model factory failed: {_short_exc(exc)}",
-                   "traceback": traceback.format_exc()[-2000:]})
-        return 2
-
-    dynamic = {"auto": None, "true": True, "false": False, "mark": None}[spec.dynamic]
-    kwargs: Dict[str, Any] = {"backend": spec.backend, "dynamic": dynamic, "fullgraph": spec.fullgraph}
-    if spec.mode:
-        kwargs["mode"] = spec.mode
-        if spec.backend != "inductor":
-            kwargs.pop("backend")
-    compiled = torch.compile(model, **kwargs)
-    forward = model.forward if isinstance(model, torch.nn.Module) else model
-    try:
-        sig = inspect.signature(forward)
-    except (TypeError, ValueError):
-        sig = None
-    seq_param = _accepts_seq_len(inputs_fn)
-
-    sizes: Dict[str, set] = {}
-    recorder.varying = lambda: {src for src, seen in sizes.items() if len(seen) > 1}
-    for shape in spec.shapes():
-        recorder.shape = dict(shape)
-        before = recorder.compiles
-        before_graphs = cudagraph_records[0]
-        error = None
-        t0 = time.perf_counter()
-        try:
-            call_kw = {"seq_len": shape["seq_len"]} if shape["seq_len"] is not None and seq_param else {}
-            if shape["seq_len"] is not None and not seq_param:
-                raise TargetError("seq-lens given but the inputs callable takes no seq_len")
-            if spec.seed is not None:  # each shape's inputs independent of the order tried
-                torch.manual_seed(spec.seed + shape["batch"] * 1009 + (shape["seq_len"] or 0))
-            args, kw = normalize_inputs(inputs_fn(shape["batch"], **call_kw))
-            args, kw = _to_device(args, device), _to_device(kw, device)
-            if spec.dynamic == "mark":
-                for t in list(args) + list(kw.values()):
-                    if isinstance(t, torch.Tensor) and t.dim() > 0 and t.shape[0] > 1:
-                        torch._dynamo.mark_dynamic(t, 0)
-            current.clear()
-            if sig is not None:
-                try:
-                    bound = sig.bind(*args, **kw)
-                    bound.apply_defaults()
-                    current.update(bound.arguments)
-                except TypeError:
-                    pass
-            current["self"] = model
-            _wrapper_locals(current, args, kw)
-            for src, value in _input_sources(current):  # which input dims vary across the shapes
-                if isinstance(value, torch.Tensor):
-                    for dim, size in enumerate(value.shape):
-                        sizes.setdefault(f"{src}.size()[{dim}]", set()).add(int(size))
-            with torch.no_grad() if spec.no_grad else contextlib.nullcontext():
-                compiled(*args, **kw)
-            if device.startswith("cuda"):
-                torch.cuda.synchronize()
-        except Exception as exc:  # noqa: BLE001 - one bad shape must not end the run
-            error = ("out of memory: " if _is_oom(exc) else "") + _short_exc(exc)
-            recorder._add_error(_short_exc(exc), recorder.text_frame(traceback.format_exc() + "\n" + str(exc)))
-            if device.startswith("cuda") and _is_oom(exc):
-                torch.cuda.empty_cache()
-        feed()
-        row = {"batch": shape["batch"], "seq_len": shape["seq_len"],
-               "new_compiles": recorder.compiles - before, "error": error,
-               "seconds": round(time.perf_counter() - t0, 3)}
-        if spec.mode and "reduce-overhead" in spec.mode and device.startswith("cuda"):
-            row["cudagraph_recordings"] = cudagraph_records[0] - before_graphs
-        out.write({"type": "shape", "row": row, "summary": recorder.summary(),
-                   "executed": coverage.new_lines(recorder.is_user)})
-    out.write({"type": "done", "summary": recorder.summary(),
-               "seconds": round(time.perf_counter() - started, 3)})
-    return 0
-
-
-def _wrapper_locals(current: Dict[str, Any], args: tuple, kw: Dict[str, Any]) -> None:
-    """A forward behind a decorator (``def wrapper(self, *args, **kwargs)``, as every
-    transformers model's is) compiles as the wrapper, whose guards read ``L['kwargs']['x']`` and
-    ``L['args'][0]``: give the blame's re-evaluation those names too. ``kwargs`` holds every
-    keyword passed (a superset of a ``**kwargs`` parameter's extras, so both frames resolve)."""
-    current.setdefault("args", tuple(args))
-    extra = current.get("kwargs")
-    if extra is None or isinstance(extra, dict):
-        current["kwargs"] = dict(kw, **(extra or {}))
-
-
-def _input_sources(current: Dict[str, Any]):
-    """(source, value) of every argument, and of the items of ``args``/``kwargs`` containers."""
-    for name, value in current.items():
-        yield f"L['{name}']", value
-        if isinstance(value, dict):
-            for key, item in value.items():
-                yield f"L['{name}'][{key!r}]", item
-        elif isinstance(value, tuple):
-            for i, item in enumerate(value):
-                yield f"L['{name}'][{i}]", item
-
+# ---------------------------------------------------------------------------------------------
+# step 1: where the events come from
+# ---------------------------------------------------------------------------------------------
 
 def _has_trace_api() -> bool:
     """Whether this torch lets a handler subscribe to the structured trace (2.4 and later)."""
@@ -264,12 +107,559 @@ def _has_trace_api() -> bool:
         return False
 
 
+def choose_trace_source(collector, on_event: Callable[[Dict[str, Any]], None]) -> Tuple[str, Callable[[], None]]:
+    """The structured-trace handler when torch has one; else re-run this process with
+    ``TORCH_TRACE`` (its log files under the run's work folder) and read them after each shape.
+    Returns the source's name and the function that feeds the events of the shape that just
+    ran (a no-op for the handler, which feeds them as they come)."""
+    from shapelint.harness.trace import attach, parse_trace_file
+
+    trace_dir = os.environ.get("SHAPELINT_TRACE_DIR")
+    if not trace_dir and (os.environ.get("SHAPELINT_TRACE_SOURCE") == "file" or not _has_trace_api()):
+        base = os.environ.get("SHAPELINT_WORKDIR") or None
+        import tempfile
+
+        trace_dir = tempfile.mkdtemp(prefix="shapelint-trace-", dir=base)
+        env = dict(os.environ, TORCH_TRACE=trace_dir, SHAPELINT_TRACE_DIR=trace_dir)
+        sys.stdout.flush()
+        os.execve(sys.executable, [sys.executable, "-m", "shapelint.harness.worker", *sys.argv[1:]], env)
+    if not trace_dir:
+        collector.on_event = on_event
+        return attach(collector), lambda: None
+    consumed = [0]
+
+    def feed() -> None:
+        from shapelint.harness.trace import Collector
+
+        parsed = Collector()
+        for log in sorted(glob.glob(os.path.join(trace_dir, "*.log"))):
+            with open(log, encoding="utf-8", errors="replace") as fh:
+                part = parse_trace_file(fh)
+            parsed.events.extend(part.events)
+            parsed.strings.update(part.strings)
+        collector.strings.update(parsed.strings)
+        for ev in parsed.events[consumed[0]:]:
+            on_event(ev)
+        consumed[0] = len(parsed.events)
+
+    return "TORCH_TRACE log files (the structured-trace handler API is unavailable)", feed
+
+
+# ---------------------------------------------------------------------------------------------
+# step 2: the model
+# ---------------------------------------------------------------------------------------------
+
+def resolve_device(spec: TargetSpec) -> str:
+    """``auto`` is CUDA when there is a device; asking for CUDA where there is none is an
+    error that says so (not a failed factory)."""
+    import torch
+
+    device = spec.device
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        build = "this torch build has no CUDA support" if not torch.backends.cuda.is_built() \
+            else "no CUDA device is visible"
+        raise TargetError(f"device {device} requested but {build} (torch {torch.__version__}); "
+                          f"use --device cpu or auto")
+    return device
+
+
+def load_model(spec: TargetSpec, device: str) -> Tuple[Any, Callable[..., Any]]:
+    """Import the factory and the inputs callable, build the model, move it to ``device``."""
+    import torch
+
+    factory = load(spec.model, spec.base_dir)
+    inputs_fn = load(spec.inputs, spec.base_dir)
+    model = factory()
+    if isinstance(model, torch.nn.Module):
+        model = model.to(device)
+    return model, inputs_fn
+
+
+# ---------------------------------------------------------------------------------------------
+# step 3: how to compile it
+# ---------------------------------------------------------------------------------------------
+
+def compile_options(spec: TargetSpec) -> Dict[str, Any]:
+    """``torch.compile`` keyword arguments for the spec (and the remedy being measured)."""
+    dynamic = {"auto": None, "true": True, "false": False, "mark": None}[spec.dynamic]
+    if spec.remedy and spec.remedy.get("kind") == "dynamic-true":
+        dynamic = True
+    kwargs: Dict[str, Any] = {"backend": spec.backend, "dynamic": dynamic, "fullgraph": spec.fullgraph}
+    if spec.mode:
+        kwargs["mode"] = spec.mode
+        if spec.backend != "inductor":
+            kwargs.pop("backend")
+    return kwargs
+
+
+def apply_config_remedy(spec: TargetSpec) -> None:
+    """Remedies that are torch settings, applied before compiling."""
+    import torch._dynamo
+
+    remedy = spec.remedy or {}
+    if remedy.get("kind") == "capture-scalar-outputs":
+        torch._dynamo.config.capture_scalar_outputs = True
+    elif remedy.get("kind") == "dynamic-sources":
+        try:
+            torch.compiler.config.dynamic_sources = remedy["sources"]
+        except AttributeError:
+            os.environ["TORCH_COMPILE_DYNAMIC_SOURCES"] = remedy["sources"]
+
+
+# ---------------------------------------------------------------------------------------------
+# step 4: one shape
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class Replay:
+    """What every shape of one replay shares."""
+
+    spec: TargetSpec
+    device: str
+    model: Any
+    compiled: Any
+    inputs_fn: Callable[..., Any]
+    recorder: Any
+    feed: Callable[[], None]
+    coverage: Any
+    tape: Tape
+    signature: Any = None
+    frame_signature: Any = None
+    entry_code: Any = None
+    frame_has_self: bool = False
+    seq_param: bool = False
+    current: Dict[str, Any] = field(default_factory=dict)
+    cudagraph_records: List[int] = field(default_factory=lambda: [0])
+
+
+def replay_shape(r: Replay, shape: Dict[str, Any]) -> Dict[str, Any]:
+    """Call the compiled model once at ``shape``; returns the shape's record (row, new events,
+    executed lines, input sizes)."""
+    import torch
+
+    spec = r.spec
+    recorder = r.recorder
+    recorder.begin_shape(shape)
+    r.tape.write(t="shape", shape=shape)
+    before = recorder.compiles
+    before_graphs = r.cudagraph_records[0]
+    error: Optional[str] = None
+    where = None
+    eager_frame = None
+    inputs: Dict[str, Any] = {}
+    t0 = time.perf_counter()
+    try:
+        call_kw = {"seq_len": shape["seq_len"]} if shape["seq_len"] is not None and r.seq_param else {}
+        if shape["seq_len"] is not None and not r.seq_param:
+            raise TargetError("seq-lens given but the inputs callable takes no seq_len")
+        if spec.seed is not None:  # each shape's inputs independent of the order tried
+            torch.manual_seed(spec.seed + shape["batch"] * 1009 + (shape["seq_len"] or 0))
+        args, kw = normalize_inputs(r.inputs_fn(shape["batch"], **call_kw))
+        args, kw = _to_device(args, r.device), _to_device(kw, r.device)
+        _bind(r, args, kw)
+        _mark(r, args, kw)
+        inputs = _input_values(r.current)
+        with torch.no_grad() if spec.no_grad else contextlib.nullcontext():
+            accepted = _cache_accepts(r, args, kw)
+            entry_compiles = _entry_compiles(r)
+            r.compiled(*args, **kw)
+            if accepted is False and _entry_compiles(r) == entry_compiles and entry_compiles:
+                eager_frame = _entry_frame(r)
+        if r.device.startswith("cuda"):
+            torch.cuda.synchronize()
+    except Exception as exc:  # noqa: BLE001 - one bad shape must not end the run
+        error = ("out of memory: " if _is_oom(exc) else "") + _short_exc(exc)
+        where = recorder.text_frame(traceback.format_exc() + "\n" + str(exc))
+        recorder.add_call_error(_short_exc(exc), where)
+        if r.device.startswith("cuda") and _is_oom(exc):
+            torch.cuda.empty_cache()
+    r.feed()
+    new = recorder.end_shape(error, where, eager_frame)
+    r.tape.write(t="end", error=error, where=list(where) if where else None, eager=eager_frame)
+    row: Dict[str, Any] = {"batch": shape["batch"], "seq_len": shape["seq_len"],
+                           "new_compiles": recorder.compiles - before, "error": error,
+                           "seconds": round(time.perf_counter() - t0, 3)}
+    if eager_frame is not None or any(e.kind == "fallback" for e in new):
+        row["eager"] = True
+    if spec.mode and "reduce-overhead" in spec.mode and r.device.startswith("cuda"):
+        row["cudagraph_recordings"] = r.cudagraph_records[0] - before_graphs
+    return {"type": "shape", "row": row, "events": [e.to_json() for e in new],
+            "executed": r.coverage.new_lines(recorder.is_user), "inputs": inputs,
+            "compiles": recorder.compiles, "frames": recorder.frame_list()}
+
+
+def _bind(r: Replay, args: tuple, kw: Dict[str, Any]) -> None:
+    """The forward's locals for the guards' re-evaluation: its bound arguments, ``self``, and
+    ``args``/``kwargs`` for a forward behind a decorator (``def wrapper(self, *args,
+    **kwargs)``, as every transformers model's is), whose guards read ``L['kwargs']['x']``."""
+    current = r.current
+    current.clear()
+    for arguments in (_bound(r.signature, False, r.model, args, kw),
+                      _bound(r.frame_signature, r.frame_has_self, r.model, args, kw)):
+        for k, v in (arguments or {}).items():
+            current.setdefault(k, v)
+    current["self"] = r.model
+    current.setdefault("args", tuple(args))
+    extra = current.get("kwargs")
+    if extra is None or isinstance(extra, dict):
+        current["kwargs"] = dict(kw, **(extra or {}))
+
+
+def _bound(sig: Any, with_self: bool, model: Any, args: tuple, kw: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    if sig is None:
+        return None
+    try:
+        bound = sig.bind(model, *args, **kw) if with_self else sig.bind(*args, **kw)
+        bound.apply_defaults()
+        return dict(bound.arguments)
+    except TypeError:
+        return None
+
+
+def _mark(r: Replay, args: tuple, kw: Dict[str, Any]) -> None:
+    """``dynamic = "mark"``: mark_dynamic dim 0 of every input above size 1; a remedy being
+    measured marks the dims it names."""
+    import torch
+
+    if r.spec.dynamic == "mark":
+        for t in list(args) + list(kw.values()):
+            if isinstance(t, torch.Tensor) and t.dim() > 0 and t.shape[0] > 1:
+                torch._dynamo.mark_dynamic(t, 0)
+    remedy = r.spec.remedy or {}
+    kind = remedy.get("kind")
+    if kind not in ("mark-dynamic", "maybe-mark-dynamic", "mark-unbacked"):
+        return
+    from torch._dynamo import decorators
+
+    fn = {"mark-dynamic": torch._dynamo.mark_dynamic,
+          "maybe-mark-dynamic": torch._dynamo.maybe_mark_dynamic,
+          "mark-unbacked": decorators.mark_unbacked}[kind]
+    for name, dim in remedy.get("marks", []):
+        t = _lookup(r.current, name)
+        if isinstance(t, torch.Tensor) and dim < t.dim():
+            if kind == "mark-dynamic" and t.shape[dim] <= 1:
+                continue  # torch ignores a size-1 mark and raises on a later specialization
+            fn(t, dim)
+
+
+def _lookup(current: Dict[str, Any], name: str) -> Any:
+    """An argument by name, or ``kwargs['x']`` / ``args[0]`` of a decorated forward."""
+    if name in current and name not in ("args", "kwargs"):
+        return current[name]
+    for container in ("kwargs", "args"):
+        value = current.get(container)
+        if isinstance(value, dict) and name in value:
+            return value[name]
+    return None
+
+
+def _input_values(current: Dict[str, Any]) -> Dict[str, Any]:
+    """Sizes of every tensor argument and the value of every int argument, by guard source
+    (``L['x'].size()[0]``, ``L['n']``): which of them varied says which specializations are
+    benign, and which dims a remedy should mark."""
+    import torch
+
+    out: Dict[str, Any] = {}
+
+    def add(src: str, value: Any) -> None:
+        if isinstance(value, torch.Tensor):
+            for dim, size in enumerate(value.shape):
+                out[f"{src}.size()[{dim}]"] = int(size)
+        elif isinstance(value, bool):
+            return
+        elif isinstance(value, int):
+            out[src] = value
+
+    for name, value in current.items():
+        if name == "self":
+            continue
+        add(f"L['{name}']", value)
+        if isinstance(value, dict):
+            for key, item in value.items():
+                add(f"L['{name}'][{key!r}]", item)
+        elif isinstance(value, tuple):
+            for i, item in enumerate(value):
+                add(f"L['{name}'][{i}]", item)
+    return out
+
+
+def _cache_accepts(r: Replay, args: tuple, kw: Dict[str, Any]) -> Optional[bool]:
+    """Whether a cached graph of the compiled entry frame accepts these inputs (checked before
+    the call, so state the call mutates does not matter); None when it cannot be told."""
+    if r.entry_code is None or r.frame_signature is None:
+        return None
+    try:
+        from torch._dynamo.eval_frame import _debug_get_cache_entry_list
+
+        f_locals = _bound(r.frame_signature, r.frame_has_self, r.model, args, kw)
+        if f_locals is None:
+            return None
+        entries = _debug_get_cache_entry_list(r.entry_code)
+        return any(e.guard_manager.check(f_locals) for e in entries)
+    except Exception:  # noqa: BLE001 - an unknown is not a claim
+        return None
+
+
+def _entry_frame(r: Replay) -> Optional[Dict[str, Any]]:
+    code = r.entry_code
+    if code is None:
+        return None
+    for fr in r.recorder.frames.values():
+        if fr.get("name") == code.co_name and fr.get("line") == code.co_firstlineno and \
+                fr.get("path") and os.path.abspath(fr["path"]) == os.path.abspath(code.co_filename):
+            return fr
+    return None
+
+
+def _entry_compiles(r: Replay) -> int:
+    fr = _entry_frame(r)
+    return fr["compiles"] if fr else 0
+
+
+def _entry_code(forward: Any) -> Any:
+    fn = getattr(forward, "__func__", forward)
+    code = getattr(fn, "__code__", None)
+    if code is None and callable(forward):
+        code = getattr(getattr(type(forward), "__call__", None), "__code__", None)
+    return code
+
+
+# ---------------------------------------------------------------------------------------------
+# attribute writes: where a module attribute torch guards was assigned
+# ---------------------------------------------------------------------------------------------
+
+def attribute_writes(model: Any, current: Dict[str, Any], coverage: Any, name: str) -> List[Tuple[str, int]]:
+    """The lines that assign ``name`` (``self.cache``, ``self.layers[0].cache``) in the class
+    of the object that holds it: the writes the replay ran (coverage), else those in
+    ``forward``."""
+    import ast
+    import re as _re
+
+    expr = name
+    if expr.startswith("L['self']"):
+        expr = "self" + expr[len("L['self']"):]
+    expr = _re.sub(r"\._modules\['([^']+)'\]", lambda m: f"[{m.group(1)}]" if m.group(1).isdigit()
+                   else f".{m.group(1)}", expr)
+    owner_expr, _, attr = expr.rpartition(".")
+    if not owner_expr or not attr.isidentifier():
+        return []
+    try:
+        owner = eval(owner_expr, {"__builtins__": {}}, {"self": model})  # noqa: S307
+    except Exception:  # noqa: BLE001
+        return []
+    executed = coverage.executed() if coverage is not None else {}
+    found: List[Tuple[str, int, str]] = []
+    for cls in type(owner).__mro__:
+        try:
+            path = inspect.getsourcefile(cls)
+            lines, start = inspect.getsourcelines(cls)
+        except (OSError, TypeError):
+            continue
+        if not path or "/torch/" in path.replace(os.sep, "/"):
+            continue
+        try:
+            tree = ast.parse("".join(lines).expandtabs())
+        except SyntaxError:
+            try:
+                import textwrap
+
+                tree = ast.parse(textwrap.dedent("".join(lines)))
+            except SyntaxError:
+                continue
+        for fn in ast.walk(tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(fn):
+                targets = []
+                if isinstance(node, ast.Assign):
+                    targets = node.targets
+                elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                    targets = [node.target]
+                for t in targets:
+                    for sub in ast.walk(t):
+                        if isinstance(sub, ast.Attribute) and sub.attr == attr and \
+                                isinstance(sub.value, ast.Name) and sub.value.id == "self":
+                            found.append((os.path.abspath(path), node.lineno + start - 1, fn.name))
+    ran = [(p, ln) for p, ln, _ in found if ln in set(executed.get(p, ()))]
+    if ran:
+        return sorted(set(ran))
+    return sorted({(p, ln) for p, ln, fn in found if fn == "forward"})
+
+
+# ---------------------------------------------------------------------------------------------
+# the run
+# ---------------------------------------------------------------------------------------------
+
+def run(spec: TargetSpec, out: Out) -> int:
+    started = time.perf_counter()
+    try:
+        import torch
+        import torch._dynamo
+    except Exception as exc:  # noqa: BLE001
+        out.write({"type": "fatal", "error": f"cannot import torch: {_short_exc(exc)}"})
+        return 3
+
+    from shapelint.harness.blame import Recorder
+    from shapelint.harness.coverage import Coverage
+    from shapelint.harness.trace import Collector
+
+    tape = Tape(os.environ.get("SHAPELINT_RECORD"))
+    tape.write(t="meta", dynamic=spec.dynamic, torch=torch.__version__)
+    collector = Collector()
+    r_holder: Dict[str, Any] = {}
+
+    def values(src: str) -> Any:
+        try:
+            value = eval(src, {"__builtins__": {}}, {"L": r_holder["replay"].current})  # noqa: S307
+        except Exception:
+            tape.write(t="value", src=src, error=True)
+            raise
+        if not isinstance(value, (int, float, bool)):
+            value = int(value)
+        tape.write(t="value", src=src, value=value)
+        return value
+
+    def writes(name: str) -> List[Tuple[str, int]]:
+        r = r_holder["replay"]
+        found = attribute_writes(r.model, r.current, r.coverage, name)
+        tape.write(t="writes", name=name, lines=found)
+        return found
+
+    recorder = Recorder(collector, values, mode=spec.dynamic, attribute_writes=writes)
+
+    def on_event(ev: Dict[str, Any]) -> None:
+        if tape.fh is not None:
+            collector.refresh()
+            for idx, path in collector.strings.items():
+                if idx not in tape_strings:
+                    tape_strings.add(idx)
+                    tape.write(t="str", idx=idx, path=path)
+            tape.write(t="ev", ev=ev)
+        recorder.on_event(ev)
+
+    tape_strings: set = set()
+    source, feed = choose_trace_source(collector, on_event)
+    coverage = Coverage()  # lines traced into the compiled region (coverage.py)
+    coverage.attach()
+    os.environ.pop("TORCH_COMPILE_JOB_ID", None)  # PGO across processes makes runs irreproducible
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    try:
+        device = resolve_device(spec)
+    except TargetError as exc:
+        out.write({"type": "meta", "torch_version": torch.__version__, "device": spec.device,
+                   "trace_source": source, "python": sys.version.split()[0]})
+        out.write({"type": "fatal", "error": str(exc)})
+        return 2
+    cudagraph_records = _count_cudagraph_recordings(spec, device)
+    out.write({"type": "meta", "torch_version": torch.__version__, "device": device,
+               "trace_source": source, "python": sys.version.split()[0]})
+    if spec.seed is not None:  # default: torch's own start-up seed, as in a plain script
+        torch.manual_seed(spec.seed)
+    try:
+        model, inputs_fn = load_model(spec, device)
+    except Exception as exc:  # noqa: BLE001 - a factory that raises is reported, not fatal
+        out.write({"type": "fatal", "error": f"model factory failed: {_short_exc(exc)}",
+                   "traceback": traceback.format_exc()[-2000:]})
+        return 2
+    apply_config_remedy(spec)
+    compiled = torch.compile(model, **compile_options(spec))
+    forward = model.forward if isinstance(model, torch.nn.Module) else model
+    r = Replay(spec=spec, device=device, model=model, compiled=compiled, inputs_fn=inputs_fn,
+               recorder=recorder, feed=feed, coverage=coverage, tape=tape,
+               seq_param=_accepts_seq_len(inputs_fn), cudagraph_records=cudagraph_records)
+    r.signature = _signature(forward, True)
+    r.frame_signature = _signature(getattr(forward, "__func__", forward), False)
+    r.frame_has_self = hasattr(forward, "__func__")
+    r.entry_code = _entry_code(forward)
+    r_holder["replay"] = r
+    for shape in spec.shapes():
+        out.write(replay_shape(r, shape))
+    out.write({"type": "done", "compiles": recorder.compiles, "frames": recorder.frame_list(),
+               "seconds": round(time.perf_counter() - started, 3)})
+    return 0
+
+
+def _signature(fn: Any, follow: bool) -> Any:
+    try:
+        return inspect.signature(fn, follow_wrapped=follow)
+    except (TypeError, ValueError):
+        return None
+
+
+def _count_cudagraph_recordings(spec: TargetSpec, device: str) -> List[int]:
+    records = [0]
+    if spec.mode and "reduce-overhead" in spec.mode and device.startswith("cuda"):
+        try:
+            from torch._inductor import cudagraph_trees as ct
+
+            original = ct.CUDAGraphTreeManager.record_function
+
+            def counting(self, *a, **kw):  # type: ignore[no-untyped-def]
+                records[0] += 1
+                return original(self, *a, **kw)
+
+            ct.CUDAGraphTreeManager.record_function = counting  # type: ignore[assignment]
+        except Exception:  # noqa: BLE001
+            pass
+    return records
+
+
 def _accepts_seq_len(fn: Any) -> bool:
     try:
         params = inspect.signature(fn).parameters
     except (TypeError, ValueError):
         return False
     return "seq_len" in params or any(p.kind == p.VAR_KEYWORD for p in params.values())
+
+
+# ---------------------------------------------------------------------------------------------
+# processes the target starts: none outlives the worker
+# ---------------------------------------------------------------------------------------------
+
+def become_subreaper() -> None:
+    """Orphaned descendants (a child the model started, then its parent exited) are re-parented
+    to this process instead of PID 1, so :func:`end_descendants` finds them (Linux)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def _children(pid: int) -> List[int]:
+    out: List[int] = []
+    for task in glob.glob(f"/proc/{pid}/task/*/children"):
+        try:
+            with open(task) as fh:
+                out.extend(int(x) for x in fh.read().split())
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def end_descendants() -> None:
+    """SIGKILL every process this one started, and theirs."""
+    todo, seen = _children(os.getpid()), set()
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        todo.extend(_children(pid))
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    for _ in range(len(seen)):
+        try:
+            os.waitpid(-1, os.WNOHANG)
+        except OSError:
+            break
 
 
 def main(argv: List[str]) -> int:
@@ -284,6 +674,7 @@ def main(argv: List[str]) -> int:
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         except (ImportError, ValueError, OSError):
             pass
+    become_subreaper()
     out = Out(out_path)
     try:
         return run(spec, out)
@@ -293,7 +684,12 @@ def main(argv: List[str]) -> int:
     except MemoryError:
         out.write({"type": "fatal", "error": "out of memory"})
         return 2
+    finally:
+        end_descendants()
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    code = main(sys.argv)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # no teardown of torch's state: it can hang or crash after a bad target

@@ -15,9 +15,11 @@ def render(fmt: str, result: CheckResult, *, rules: Dict[str, Any],
            targets: Optional[List[Dict[str, Any]]] = None, color: bool = False,
            statistics: bool = False) -> str:
     """Render ``result`` in ``fmt``; ``targets`` are harness results (``shapelint run``)."""
+    from shapelint.finding import as_target
+
     mod = importlib.import_module(f"shapelint.report.{fmt}_format")
-    return mod.render(result, rules=rules, targets=targets or [], color=color,
-                      statistics=statistics)
+    return mod.render(result, rules=rules, targets=[as_target(t) for t in targets or []],
+                      color=color, statistics=statistics)
 
 
 def sweep_stale_tmp(directory: str, prefix: str = "", min_age: float = 5.0) -> None:

@@ -50,9 +50,9 @@ def render(result: CheckResult, *, rules, targets, color=False, statistics=False
         lines.append(f"::error file={escape_property(e.path)},line={e.line},col={e.column},"
                      f"title=shapelint: file error::{escape_data(e.message)}")
     for t in targets:
-        if t.get("failed"):
-            why = "; ".join(t.get("problems") or [t.get("error") or "failed"])
-            lines.append(f"::error title={escape_property('shapelint run: ' + t['name'])}::{escape_data(why)}")
+        if t.failed:
+            why = "; ".join(t.problems)
+            lines.append(f"::error title={escape_property('shapelint run: ' + t.name)}::{escape_data(why)}")
     total = len(result.all_findings())
     if left_out:
         lines.append(f"shapelint: {left_out} of {total} findings not annotated (GitHub shows "

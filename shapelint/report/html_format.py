@@ -24,15 +24,19 @@ def _excerpt(path: str, line: int, context: int = 2) -> List[Dict[str, Any]]:
     return out
 
 
-#: what the page shows for a key a saved run lacks (a hand-written or older JSON report)
-TARGET_DEFAULTS: Dict[str, Any] = {
-    "name": "?", "compiles": "?", "device": "?", "backend": "?", "dynamic": "?",
-    "torch_version": "?", "failed": False, "problems": None, "error": None, "per_shape": [],
-    "recompiles": [], "graph_breaks": []}
+def _page_target(t) -> Dict[str, Any]:
+    """What the page shows of a target (shapelint.finding.TargetResult)."""
+    from shapelint.harness.remedy import describe
+
+    return {"name": t.name, "compiles": t.compiles, "device": t.device or "?",
+            "backend": t.backend or "?", "dynamic": t.dynamic or "?",
+            "torch_version": t.torch_version or "?", "failed": t.failed, "problems": t.problems,
+            "error": t.error, "per_shape": t.per_shape, "recompiles": t.of_kind("recompile"),
+            "graph_breaks": t.of_kind("graph-break"), "fallbacks": t.of_kind("fallback"),
+            "remedies": [describe(r) for r in t.remedies], "chart": _chart(t.per_shape)}
 
 
-def _chart(target: Dict[str, Any]) -> Dict[str, Any]:
-    rows = target.get("per_shape", [])
+def _chart(rows: List[Dict[str, Any]]) -> Dict[str, Any]:
     top = max([r.get("new_compiles") or 0 for r in rows] + [1])
     width = max(40 * len(rows), 200)
     bars = []
@@ -68,6 +72,6 @@ def render(result: CheckResult, *, rules, targets, color=False, statistics=False
         files.setdefault(f.path, []).append({"f": f, "excerpt": _excerpt(f.path, f.line)})
     return env.get_template("report.html.j2").render(
         version=__version__, result=result, files=files, rules=rules,
-        targets=[{**TARGET_DEFAULTS, **t, "chart": _chart(t)} for t in targets],
+        targets=[_page_target(t) for t in targets],
         counts={s: sum(1 for f in result.all_findings() if f.status == s)
-                for s in ("confirmed", "unpredicted", "predicted", "not-seen")})
+                for s in ("confirmed", "unpredicted", "predicted", "not-seen", "not-reached")})

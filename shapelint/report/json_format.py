@@ -18,7 +18,7 @@ def document(result: CheckResult, targets: List[Dict[str, Any]]) -> Dict[str, An
         "errors": [e.to_json() for e in result.errors],
     }
     if targets:
-        doc["targets"] = [{k: v for k, v in t.items() if not k.startswith("_")} for t in targets]
+        doc["targets"] = [t.to_json() for t in targets]
         doc["unpredicted"] = [f.to_json() for f in result.all_findings() if f.status == "unpredicted"]
     return doc
 

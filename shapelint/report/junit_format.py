@@ -47,14 +47,14 @@ def render(result: CheckResult, *, rules, targets, color=False, statistics=False
             err.text = f"{_t(e.path)}:{e.line}:{e.column}: {_t(e.message)}"
         total += len(result.errors)
     if targets:
-        failed = [t for t in targets if t.get("failed")]
+        failed = [t for t in targets if t.failed]
         suite = ET.SubElement(root, "testsuite", name="shapelint run", tests=str(len(targets)),
                               failures=str(len(failed)), errors="0")
         for t in targets:
-            case = ET.SubElement(suite, "testcase", name=_x(f"target {t['name']}"), classname="targets",
-                                 time=str(t.get("seconds", 0)))
-            if t.get("failed"):
-                why = "; ".join(str(p) for p in (t.get("problems") or [t.get("error") or "failed"]))
+            case = ET.SubElement(suite, "testcase", name=_x(f"target {t.name}"), classname="targets",
+                                 time=str(t.seconds or 0))
+            if t.failed:
+                why = "; ".join(str(p) for p in t.problems)
                 ET.SubElement(case, "failure", message=_x(why)).text = _t(why)
         total += len(targets)
         failures += len(failed)

@@ -17,8 +17,8 @@ from shapelint.report.ranking import ranked
 LIMIT = 1024 * 1024
 BUDGET = LIMIT - 64 * 1024  # room for the closing lines
 FOLD_AFTER = 20
-STATUS = {"confirmed": "confirmed", "not-seen": "not seen", "unpredicted": "unpredicted",
-          "predicted": "predicted"}
+STATUS = {"confirmed": "confirmed", "not-seen": "not seen", "not-reached": "not reached",
+          "unpredicted": "unpredicted", "predicted": "predicted"}
 
 
 def cell(text: str, limit: int = 300) -> str:
@@ -36,7 +36,7 @@ def render(result: CheckResult, *, rules, targets, color=False, statistics=False
     out: List[str] = ["### shapelint", ""]
     parts = [f"**{len(findings)}** finding{'s' if len(findings) != 1 else ''} in "
              f"{result.files_checked} file{'s' if result.files_checked != 1 else ''}"]
-    for s in ("confirmed", "unpredicted", "predicted", "not-seen"):
+    for s in ("confirmed", "unpredicted", "predicted", "not-seen", "not-reached"):
         if by_status.get(s):
             parts.append(f"{by_status[s]} {STATUS[s]}")
     if result.errors:
@@ -47,16 +47,22 @@ def render(result: CheckResult, *, rules, targets, color=False, statistics=False
         out += ["| target | device | backend | dynamic | compiles | budget | result |",
                 "|---|---|---|---|---|---|---|"]
         for t in targets:
-            verdict = "failed: " + "; ".join(t.get("problems") or [t.get("error") or ""]) if t.get("failed") else "ok"
-            out.append(f"| {cell(t['name'])} | {cell(t.get('device'))} | {cell(t.get('backend'))} | "
-                       f"{cell(t.get('dynamic'))} | {t.get('compiles')} | {t.get('max_compiles') or '-'} | "
-                       f"{cell(verdict)} |")
+            out.append(f"| {cell(t.name)} | {cell(t.device)} | {cell(t.backend)} | "
+                       f"{cell(t.dynamic)} | {t.compiles} | {t.max_compiles or '-'} | "
+                       f"{cell(t.verdict)} |")
         out.append("")
         for t in targets:
-            rows = [f"{cell(shape_text(r))}: {r['new_compiles']}" for r in t.get("per_shape", [])]
+            rows = [f"{cell(shape_text(r))}: {r['new_compiles']}" + (" (eager)" if r.get("eager") else "")
+                    for r in t.per_shape]
             if rows:
-                out += [f"<details><summary>{cell(t['name'])}: new compiles per shape</summary>", "",
+                out += [f"<details><summary>{cell(t.name)}: new compiles per shape</summary>", "",
                         "; ".join(rows), "", "</details>", ""]
+            if t.remedies:
+                from shapelint.harness.remedy import describe
+
+                out += [f"<details><summary>{cell(t.name)}: remedies, measured</summary>", ""]
+                out += [f"- {cell(describe(r), 600)}" for r in t.remedies]
+                out += ["", "</details>", ""]
     if findings:
         header = ["| status | rule | location | message |", "|---|---|---|---|"]
         rows = [f"| {STATUS.get(f.status, f.status)} | {f.rule} {cell(f.name)} | "

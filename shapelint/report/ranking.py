@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Set
 
 from shapelint.finding import Finding
 
-STATUS_RANK = {"confirmed": 0, "unpredicted": 1, "predicted": 2, "not-seen": 3}
+STATUS_RANK = {"confirmed": 0, "unpredicted": 1, "predicted": 2, "not-seen": 3, "not-reached": 4}
 SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
 
 

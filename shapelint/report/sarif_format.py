@@ -104,10 +104,9 @@ def document(result: CheckResult, rules: Dict[str, Any], targets: List[Dict[str,
                           "region": {"startLine": max(e.line, 1), "startColumn": max(e.column, 1)}}}]}
                      for e in result.errors]
     for t in targets:
-        if t.get("failed"):
+        if t.failed:
             notifications.append({"level": "error", "message": {
-                "text": clean(f"target {t['name']}: " + "; ".join(
-                    str(p) for p in (t.get("problems") or [t.get("error") or "failed"])))}})
+                "text": clean(f"target {t.name}: " + "; ".join(str(p) for p in t.problems))}})
     run: Dict[str, Any] = {
         "tool": {"driver": {"name": "shapelint", "version": __version__, "informationUri": INFO_URI,
                             "rules": [_rule(r) for r in rules.values()]}},
@@ -117,9 +116,9 @@ def document(result: CheckResult, rules: Dict[str, Any], targets: List[Dict[str,
                          "toolExecutionNotifications": notifications}],
     }
     if targets:
-        run["properties"] = {"targets": [{k: t.get(k) for k in ("name", "torch_version", "device", "backend",
-                                                                 "dynamic", "compiles", "per_shape", "error")}
-                                         for t in targets]}
+        run["properties"] = {"targets": [dict({k: getattr(t, k) for k in (
+            "name", "torch_version", "device", "backend", "dynamic", "compiles", "per_shape", "error",
+            "problems", "remedies")}, failed=t.failed) for t in targets]}
     return {"$schema": SCHEMA, "version": "2.1.0", "runs": [run]}
 
 

@@ -8,7 +8,9 @@ from typing import List
 from shapelint.finding import CheckResult, shape_text
 from shapelint.report.escape import clean, defuse_commands
 
-STATUS_MARK = {"confirmed": " [confirmed]", "not-seen": " [not seen]", "unpredicted": " [unpredicted]"}
+STATUS_MARK = {"confirmed": " [confirmed]", "not-seen": " [not seen]", "not-reached": " [not reached]",
+               "unpredicted": " [unpredicted]"}
+
 
 
 def _c(text: str, code: str, color: bool) -> str:
@@ -42,55 +44,92 @@ def render(result: CheckResult, *, rules, targets, color=False, statistics=False
         lines.append("")
         lines.extend(clean(line) for line in _target_lines(t))
     n = len(findings)
+    failed = [t for t in targets if t.failed]
     summary = f"Found {n} finding{'s' if n != 1 else ''} in {result.files_checked} file" \
               f"{'s' if result.files_checked != 1 else ''}"
     if result.errors:
         summary += f"; {len(result.errors)} file error{'s' if len(result.errors) != 1 else ''}"
-    lines.append(summary + "." if n or result.errors else
-                 f"All checks passed ({result.files_checked} files).")
+    if failed:
+        summary += f"; {len(failed)} of {len(targets)} target{'s' if len(targets) != 1 else ''} failed"
+    lines.append(summary + "." if n or result.errors or failed else
+                 f"All checks passed ({result.files_checked} files"
+                 + (f", {len(targets)} target{'s' if len(targets) != 1 else ''}" if targets else "")
+                 + ").")
     return defuse_commands("\n".join(lines)) + "\n"
 
 
+def _header(t) -> str:
+    if not t.torch_version:  # the worker never got as far as importing torch
+        return (f"target {t.name}: no replay (torch never started), backend {t.backend or '?'}, "
+                f"dynamic {t.dynamic or '?'}")
+    return (f"target {t.name}: {t.compiles} compiles on {t.device or '?'}, backend {t.backend or '?'}, "
+            f"dynamic {t.dynamic or '?'}, torch {t.torch_version}")
+
+
+def _where(item: dict) -> str:
+    return f"{item.get('path')}:{item.get('line')}"
+
+
 def _target_lines(t) -> List[str]:
-    out = [f"target {t['name']}: {t.get('compiles', '?')} compiles on {t.get('device', '?')}, "
-           f"backend {t.get('backend', '?')}, dynamic {t.get('dynamic', '?')}, "
-           f"torch {t.get('torch_version', '?')}"]
-    if t.get("error"):
-        out.append(f"  error: {t['error']}")
-    for row in t.get("per_shape", []):
+    from shapelint.harness.remedy import describe
+
+    out = [_header(t)]
+    if t.error:
+        out.append(f"  error: {t.error}")
+    for row in t.per_shape:
         status = f"  error: {row['error']}" if row.get("error") else ""
+        eager = "  ran uncompiled (eager)" if row.get("eager") and not row.get("error") else ""
         graphs = f", CUDA graph recordings: {row['cudagraph_recordings']}" \
             if row.get("cudagraph_recordings") is not None else ""
-        out.append(f"  {shape_text(row):<24} new compiles: {row['new_compiles']}{graphs}{status}")
-    for r in t.get("recompiles", []):
-        where = f"{r['path']}:{r['line']}" if r.get("path") else r.get("note") or "(no user line)"
-        frame = f" in {r['frame']}" if r.get("frame") else ""
-        confirms = f"  [predicted by {', '.join(r['confirms'])}]" if r.get("confirms") else ""
-        out.append(f"  recompile at {shape_text(r.get('shape'))}{frame}: {r['reason']}")
-        out.append(f"      -> {where}{confirms}")
-        if r.get("source"):
-            out.append(f"         | {r['source']}")
-    benign = [s for s in t.get("specializations", []) if s.get("benign")]
+        out.append(f"  {shape_text(row):<24} new compiles: {row['new_compiles']}{graphs}{eager}{status}")
+    for ev in t.of_kind("recompile"):
+        frame = f" in {ev.frame}" if ev.frame else ""
+        fw = "  (framework guard: torch's own, not your line)" if ev.framework else ""
+        out.append(f"  recompile at {shape_text(ev.shape)}{frame}: {ev.reason}{fw}")
+        placed = [g for g in ev.guards if g.get("path") and g.get("line")]
+        for g in placed:
+            confirms = f"  [predicted by {', '.join(ev.confirms)}]" if ev.confirms else ""
+            why = f" ({g['guard']})" if g.get("guard") and g.get("guard") != ev.reason else ""
+            out.append(f"      -> {_where(g)}{why}{confirms}")
+            if g.get("source"):
+                out.append(f"         | {g['source']}")
+        if not placed:
+            out.append(f"      -> {ev.path}:{ev.line}" if ev.path and ev.line else
+                       f"      -> no line: {ev.note or 'torch gave none'}")
+        unplaced = len(ev.guards) - len(placed)
+        if placed and unplaced:
+            out.append(f"      (+{unplaced} cache entr{'y' if unplaced == 1 else 'ies'} failed on inputs "
+                       f"compiled static: no line)")
+    specs = t.of_kind("specialization")
+    benign = [s for s in specs if s.benign]
     if benign:
         out.append(f"  {len(benign)} benign specialization(s) of sizes and values that never varied "
                    f"(constant feature dims, float attributes)")
-    for s in t.get("specializations", []):
-        if s.get("benign"):
+    for s in specs:
+        if s.benign:
             continue
-        out.append(f"  specialization at {shape_text(s.get('shape'))}: "
-                   f"{', '.join(s.get('sources') or [])} = {s.get('value', '')} ({s.get('reason', '')})")
-        out.append(f"      -> {s.get('path')}:{s.get('line')}")
-    for g in t.get("graph_breaks", []):
-        rid = f" ({g['registry_id']})" if g.get("registry_id") else ""
-        confirms = f"  [predicted by {', '.join(g['confirms'])}]" if g.get("confirms") else ""
-        out.append(f"  graph break at {shape_text(g.get('shape'))}: {g['reason']}{rid}")
-        out.append(f"      -> {g.get('path')}:{g.get('line')}{confirms}")
-        if g.get("source"):
-            out.append(f"         | {g['source']}")
-    for e in t.get("compile_errors", []):
-        out.append(f"  compile error at {shape_text(e.get('shape'))}: {e['message']}")
-        if e.get("path"):
-            out.append(f"      -> {e['path']}:{e['line']}")
-    if t.get("problems"):
-        out.append(f"  FAILED: {'; '.join(t['problems'])}")
+        fw = "  (framework)" if s.framework else ""
+        out.append(f"  specialization at {shape_text(s.shape)}: {', '.join(s.sources)} = "
+                   f"{s.value or ''} ({s.detail}){fw}")
+        out.append(f"      -> {s.path}:{s.line}" if s.path else f"      -> no line: {s.note}")
+    for g in t.of_kind("graph-break"):
+        rid = f" ({g.registry_id})" if g.registry_id else ""
+        confirms = f"  [predicted by {', '.join(g.confirms)}]" if g.confirms else ""
+        out.append(f"  graph break at {shape_text(g.shape)}: {g.reason}{rid}")
+        out.append(f"      -> {g.path}:{g.line}{confirms}" if g.path else f"      -> no line: {g.note}")
+        if g.source:
+            out.append(f"         | {g.source}")
+    for e in t.of_kind("compile-error"):
+        out.append(f"  compile error at {shape_text(e.shape)}: {e.reason}")
+        out.append(f"      -> {e.path}:{e.line}" if e.path else f"      -> no line: {e.note}")
+    for f in t.of_kind("fallback"):
+        out.append(f"  FELL BACK TO EAGER at {shape_text(f.shape)}: {f.reason}")
+        out.append(f"      -> {f.path}:{f.line}" if f.path else f"      -> no line: {f.note}")
+    for r in t.remedies:
+        out.append(f"  remedy: {describe(r)}")
+    if t.executed:
+        n = sum(len(v) for v in t.executed.values())
+        out.append(f"  coverage: {n} line(s) in {len(t.executed)} file(s) ran compiled")
+    if t.problems:
+        out.append(f"  FAILED: {'; '.join(t.problems)}")
     return out

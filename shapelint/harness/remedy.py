@@ -1,0 +1,139 @@
+"""Remedies, measured (``shapelint run --suggest``, target key ``suggest = true``).
+
+For the recompiles whose cause is a varying dim (an input compiled static, a size-1
+specialization) or a varying int argument, and for ``.item()`` graph breaks, the target is
+replayed again with each candidate remedy applied, in a fresh process like the first replay:
+
+- ``torch._dynamo.mark_dynamic(x, d)`` on the dims that varied (``maybe_mark_dynamic`` when
+  marking raises because the code specializes the dim; ``mark_unbacked`` for the size-1
+  specialization),
+- ``TORCH_COMPILE_DYNAMIC_SOURCES`` naming the varying int arguments,
+- ``torch.compile(..., dynamic=True)``,
+- ``torch._dynamo.config.capture_scalar_outputs = True`` for ``.item()``.
+
+Each is reported with the compile counts before and after (and graph breaks, errors), as
+measured: ``helps``, ``no change``, ``worse``, ``breaks the graph`` or ``fails``."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import threading
+from typing import Any, Dict, List, Optional, Tuple
+
+from shapelint.finding import TargetResult
+from shapelint.harness.target import TargetSpec
+
+SIZE_SRC = re.compile(r"^L\['(?P<name>\w+)'\](?:\['(?P<key>\w+)'\])?\.size\(\)\[(?P<dim>\d+)\]$")
+INT_SRC = re.compile(r"^L\['(?P<name>\w+)'\]$")
+#: dynamic modes in which marking a dim is a change (under dynamic=True it already is dynamic)
+DIM_DETAILS = ("input-dynamic", "size-one", "dim-marking")
+
+
+def varying_dims(result: TargetResult) -> List[Tuple[str, int]]:
+    out = []
+    for src in result.varying:
+        m = SIZE_SRC.match(src)
+        if m:
+            name = m.group("key") if m.group("name") in ("kwargs",) and m.group("key") else m.group("name")
+            if m.group("name") == "args":
+                continue
+            out.append((name, int(m.group("dim"))))
+    return sorted(set(out))
+
+
+def varying_ints(result: TargetResult) -> List[str]:
+    return sorted(src for src in result.varying if INT_SRC.match(src) and
+                  INT_SRC.match(src).group("name") not in ("self", "args", "kwargs"))
+
+
+def propose(spec: TargetSpec, result: TargetResult) -> List[Dict[str, Any]]:
+    """Candidate remedies for what this replay saw (not yet measured)."""
+    details = {g.get("detail") for ev in result.of_kind("recompile") for g in ev.guards} | \
+        {ev.detail for ev in result.of_kind("recompile")}
+    out: List[Dict[str, Any]] = []
+    dims = varying_dims(result)
+    if details & set(DIM_DETAILS) and dims:
+        marks = [[n, d] for n, d in dims]
+        calls = "; ".join(f"torch._dynamo.mark_dynamic({n}, {d})" for n, d in dims)
+        out.append({"kind": "mark-dynamic", "marks": marks, "code": f"{calls}  # before the call",
+                    "why": "the varying dims compiled static first (automatic dynamic recompiles "
+                           "to make them dynamic)"})
+        if "size-one" in details or any(r.get("batch") == 1 for r in result.per_shape):
+            calls = "; ".join(f"torch._dynamo.decorators.mark_unbacked({n}, {d})" for n, d in dims)
+            out.append({"kind": "mark-unbacked", "marks": marks, "code": f"{calls}  # before the call",
+                        "why": "sizes 0 and 1 are specialized unless the dim is unbacked"})
+    ints = varying_ints(result)
+    if ints and "value-guard" in details:
+        value = ",".join(ints)
+        out.append({"kind": "dynamic-sources", "sources": value,
+                    "code": f'TORCH_COMPILE_DYNAMIC_SOURCES="{value}"  # in the environment',
+                    "why": "the int arguments are guarded by value until automatic dynamic "
+                           "promotes them"})
+    if result.of_kind("recompile") and spec.dynamic != "true" and (dims or ints):
+        out.append({"kind": "dynamic-true", "code": "torch.compile(model, dynamic=True)",
+                    "why": "every size and int argument symbolic from the first compile"})
+    if any(ev.registry_id == "GB0124" for ev in result.of_kind("graph-break")):
+        out.append({"kind": "capture-scalar-outputs",
+                    "code": "torch._dynamo.config.capture_scalar_outputs = True",
+                    "why": "`.item()` becomes an unbacked symbol instead of a graph break"})
+    return out
+
+
+def _counts(r: TargetResult) -> Dict[str, Any]:
+    return {"compiles": r.compiles, "graph_breaks": len(r.of_kind("graph-break")),
+            "errors": sum(1 for row in r.per_shape if row.get("error")) + (1 if r.error else 0)}
+
+
+def judge(before: Dict[str, Any], after: Dict[str, Any]) -> str:
+    if after["errors"] > before["errors"]:
+        return "fails"
+    if after["graph_breaks"] > before["graph_breaks"]:
+        return "breaks the graph"
+    if after["compiles"] < before["compiles"] or after["graph_breaks"] < before["graph_breaks"]:
+        return "helps"
+    if after["compiles"] == before["compiles"]:
+        return "no change"
+    return "worse"
+
+
+def measure(spec: TargetSpec, result: TargetResult,
+            stopping: Optional[threading.Event] = None) -> List[Dict[str, Any]]:
+    """Replay ``spec`` once per proposed remedy; each remedy with its measured counts."""
+    from shapelint.harness.runner import run_target
+
+    before = _counts(result)
+    out = []
+    todo = propose(spec, result)
+    while todo:
+        remedy = todo.pop(0)
+        if stopping is not None and stopping.is_set():
+            break
+        trial = dataclasses.replace(spec, suggest=False, remedy={k: v for k, v in remedy.items()
+                                                                  if k in ("kind", "marks", "sources")})
+        after_result = run_target(trial)
+        after = _counts(after_result)
+        verdict = judge(before, after)
+        row = dict(remedy, before=before, after=after, verdict=verdict)
+        problem = after_result.error or next((r["error"] for r in after_result.per_shape if r.get("error")), None)
+        if problem:
+            row["problem"] = problem
+        out.append(row)
+        if remedy["kind"] == "mark-dynamic" and verdict == "fails" and problem and \
+                "Constraint" in problem:  # the code specializes a marked dim: mark it softly
+            calls = "; ".join(f"torch._dynamo.maybe_mark_dynamic({n}, {d})" for n, d in remedy["marks"])
+            todo.insert(0, {"kind": "maybe-mark-dynamic", "marks": remedy["marks"],
+                            "code": f"{calls}  # before the call",
+                            "why": "mark_dynamic raised: the code specializes a marked dim"})
+    return out
+
+
+def describe(row: Dict[str, Any]) -> str:
+    """``torch._dynamo.mark_dynamic(x, 0)  # before the call: 7 compiles -> 3 (measured, helps)``"""
+    b, a = row["before"], row["after"]
+    extra = ""
+    if a["graph_breaks"] != b["graph_breaks"]:
+        extra = f", graph breaks {b['graph_breaks']} -> {a['graph_breaks']}"
+    problem = f"; {row['problem']}" if row.get("problem") else ""
+    return (f"`{row['code']}`: {b['compiles']} compiles -> {a['compiles']}{extra} "
+            f"(measured, {row['verdict']}){problem}")

@@ -1,0 +1,143 @@
+"""Harness results without torch: the typed Event/TargetResult, the verdict, the join's
+statuses (not-reached, unpredicted rules found by evidence kind), merging shard reports,
+--shard, and what the text report says of failed and unstarted targets."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+import pytest
+
+from shapelint.cli import main
+from shapelint.finding import (CheckResult, Event, Finding, Location, TargetResult, as_target)
+from shapelint.harness.command import Progress, build_targets, parse_shard
+from shapelint.harness.join import events_of, join, runtime_rules
+from shapelint.harness.runner import assemble
+from shapelint.harness.target import TargetSpec
+from shapelint.report import render
+
+
+def spec(**kw) -> TargetSpec:
+    return TargetSpec(name="t", model="m.py:build", inputs="m.py:inputs", **kw)
+
+
+def recompile(path, line, batch=8, **kw) -> Event:
+    return Event(kind="recompile", shape={"batch": batch, "seq_len": None}, reason="s0 <= 4",
+                 detail="shape-guard", path=path, abspath=os.path.abspath(path), line=line,
+                 guards=[{"entry": "0/1", "detail": "shape-guard", "guard": "s0 <= 4",
+                          "abspath": os.path.abspath(path), "line": line},
+                         {"entry": "0/0", "detail": "input-dynamic", "note": "promoted"}], **kw)
+
+
+def records(*events, rows=None, done=True):
+    rows = rows or [{"batch": 1, "seq_len": None, "new_compiles": 1, "error": None, "seconds": 0.1}]
+    out = [{"type": "meta", "torch_version": "2.13.0+cpu", "device": "cpu", "trace_source": "h"}]
+    for i, row in enumerate(rows):
+        out.append({"type": "shape", "row": row, "events": [e.to_json() for e in events] if i == 0 else [],
+                    "executed": {}, "inputs": {"L['x'].size()[0]": row["batch"]}, "compiles": 2,
+                    "frames": [{"name": "forward", "path": "m.py", "line": 3, "compiles": 2}]})
+    if done:
+        out.append({"type": "done", "compiles": 2, "frames": [], "seconds": 1})
+    return out
+
+
+def test_result_round_trips_and_keeps_the_dict_view():
+    r = assemble(spec(), records(recompile("m.py", 4)))
+    again = TargetResult.from_json(json.loads(json.dumps(r.to_json())))
+    assert again.to_json() == r.to_json()
+    (ev,) = again.events
+    assert ev.locations() == [(os.path.abspath("m.py"), 4)]
+    # readers of the dict results of earlier versions (bench/zoo.py, the rule-example replays)
+    legacy = again["recompiles"]
+    assert legacy[0]["kind"] == "shape-guard" and legacy[0]["line"] == 4 and again["compiles"] == 2
+    assert [e["line"] for e in events_of(again)] == [4]
+    # and an older report's per-kind lists read back as events
+    old = as_target({"name": "o", "recompiles": [{"kind": "value-guard", "path": "m.py", "line": 3,
+                                                   "reason": "n == 1"}], "failed": True})
+    assert old.events[0].kind == "recompile" and old.events[0].detail == "value-guard" and old.failed
+
+
+def test_verdict_is_computed_once():
+    fell = Event(kind="fallback", shape={"batch": 9}, reason="hit recompile_limit (8)",
+                 detail="recompile-limit", path="m.py", abspath=os.path.abspath("m.py"), line=3)
+    r = assemble(spec(max_compiles=1), records(fell))
+    assert r.failed and r.problems[0] == "2 compiles exceed max-compiles 1"
+    assert "fell back to eager (m.py:3): hit recompile_limit (8)" in r.problems[1]
+    assert r.verdict.startswith("failed: ")
+    timed_out = assemble(spec(), [], error="timed out after 20 s")
+    assert timed_out.problems == ["timed out after 20 s"]
+
+
+def test_text_report_of_failed_and_unstarted_targets():
+    never = TargetResult(name="slow", backend="eager", dynamic="auto", error="timed out after 20 s",
+                         problems=["timed out after 20 s"])
+    out = render("text", CheckResult(files_checked=0), rules={}, targets=[never])
+    assert "target slow: no replay (torch never started)" in out and "None" not in out
+    assert "All checks passed" not in out and "1 of 1 target failed" in out
+    ok = TargetResult(name="fine", torch_version="2.13", device="cpu", backend="eager", dynamic="auto")
+    assert "All checks passed (0 files, 1 target)" in render("text", CheckResult(), rules={}, targets=[ok])
+
+
+def test_progress_lines_are_escaped(capsys):
+    p = Progress(1)
+    p.shape(spec(), {"batch": 1, "seq_len": None, "new_compiles": 0, "seconds": 0.1,
+                     "error": "ValueError: \x1b[31mred\x1b[0m"})
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\\x1b[31mred" in err
+
+
+def test_join_statuses_and_runtime_rules(tmp_path):
+    src = tmp_path / "m.py"
+    src.write_text("a\nb\nc\nd\ne\nf\n")
+    path = str(src)
+    f_hit = Finding("SL101", "size-branch", Location(path, 4), "m", evidence=("recompile",))
+    f_seen = Finding("SL101", "size-branch", Location(path, 2), "m", evidence=("recompile",))
+    f_dark = Finding("SL101", "size-branch", Location(path, 6), "m", evidence=("recompile",))
+    t = TargetResult(name="t", shapes=[{"batch": 8, "seq_len": None}],
+                     executed={path: [1, 2, 3, 4]},
+                     events=[recompile(path, 4), recompile(path, 3),
+                             Event(kind="recompile", shape={}, reason="batch < 16", path=path,
+                                   abspath=path, line=1, framework=True)])
+    rules = {"SL900": type("R", (), {"code": "SL900", "name": "unpredicted-recompile",
+                                      "evidence": ("recompile",), "runtime_only": True})}
+    out = {(f.rule, f.line): f for f in join([f_hit, f_seen, f_dark], [t], [path], rules)}
+    assert out[("SL101", 4)].status == "confirmed"
+    assert out[("SL101", 2)].status == "not-seen"
+    assert out[("SL101", 6)].status == "not-reached"
+    assert out[("SL900", 3)].status == "unpredicted"
+    assert ("SL900", 1) not in out  # a framework guard is torch's, not the user's
+    assert runtime_rules(rules) == {"recompile": ("SL900", "unpredicted-recompile")}
+    quiet = join([f_hit], [t], [path], rules, unpredicted=False)
+    assert [f.rule for f in quiet] == ["SL101"]
+
+
+def test_shard_is_a_deterministic_share():
+    settings = argparse.Namespace(targets=[{"name": f"t{i}", "model": "m.py:b", "inputs": "m.py:i"}
+                                           for i in range(5)])
+    args = lambda s: argparse.Namespace(model=None, inputs=None, target=[], shard=s)  # noqa: E731
+    shares = [[t.name for t in build_targets(args(f"{k}/2"), settings)] for k in (1, 2)]
+    assert shares == [["t0", "t2", "t4"], ["t1", "t3"]]
+    with pytest.raises(Exception):
+        parse_shard("3/2")
+
+
+def test_report_merges_shards(tmp_path, capsys):
+    def doc(status, target, events):
+        f = Finding("SL101", "size-branch", Location("m.py", 4), "m", status=status,
+                    evidence_events=events)
+        t = TargetResult(name=target, torch_version="2.13", device="cpu", backend="eager",
+                         dynamic="auto", compiles=2)
+        return {"version": "0", "files_checked": 1, "findings": [f.to_json()], "errors": [],
+                "targets": [t.to_json()]}
+
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(doc("not-seen", "one", [{"kind": "not-seen", "summary": "x"}])))
+    b.write_text(json.dumps(doc("confirmed", "two", [{"kind": "recompile", "summary": "y"}])))
+    os.chdir(tmp_path)
+    assert main(["report", str(a), str(b), "--format", "json", "--exit-zero"]) == 0
+    merged = json.loads(capsys.readouterr().out)
+    assert [t["name"] for t in merged["targets"]] == ["one", "two"]
+    (f,) = merged["findings"]
+    assert f["status"] == "confirmed" and f["evidence_events"] == [{"kind": "recompile", "summary": "y"}]
