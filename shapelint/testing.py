@@ -94,7 +94,8 @@ def explain(events: Iterable[Event], header: str) -> str:
     for ev in events:
         gb = f" [{ev.registry_id}]" if ev.registry_id else ""
         frame = f" in {ev.frame}" if ev.frame else ""
-        lines.append(f"  {names.get(ev.kind, ev.kind)} at {shape_text(ev.shape)}{frame}: {ev.reason}{gb}")
+        shape = shape_text(ev.shape) if ev.shape else "a call whose inputs torch did not describe"
+        lines.append(f"  {names.get(ev.kind, ev.kind)} at {shape}{frame}: {ev.reason}{gb}")
         places = ev.locations()
         for ab, line in places:
             src = linecache.getline(ab, int(line)).strip()

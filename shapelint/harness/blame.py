@@ -281,15 +281,23 @@ class Recorder:
         label = self._labels.setdefault(key, [])
         name = src[3:-2] if src.endswith("']") else src
         label.append(f"{name}=({', '.join(str(s) for s in size)}{',' if len(size) == 1 else ''})")
-        for ev in self._unlabelled.get(key, []):
-            ev.shape = {"label": " ".join(label)}
+        text = {"label": " ".join(label)}
+        for ev in self._unlabelled.pop(key, []):
+            ev.shape = text
+        # an event of a compile that described no input (a break before the first use of
+        # one) takes the inputs of the next compile: the resumed frame of the same call
+        for k in [k for k in self._unlabelled if k != key]:
+            for ev in self._unlabelled.pop(k):
+                if not ev.shape:
+                    ev.shape = text
 
     def _label(self, ev: Event, key: Tuple[Any, Any]) -> Event:
         """An event created with no shape set takes the sizes of its compile's inputs."""
         if not self.shape:
-            self._unlabelled.setdefault(key, []).append(ev)
             if self._labels.get(key):
                 ev.shape = {"label": " ".join(self._labels[key])}
+            else:
+                self._unlabelled.setdefault(key, []).append(ev)
         return ev
 
     def _metrics(self, md: Dict[str, Any], frame_id: Any, compile_id: Any) -> None:
