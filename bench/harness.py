@@ -1,15 +1,18 @@
 """`shapelint run` on every labelled case, against what torch measurably did (measured.json).
 
-For each case and mode (dynamic auto = measured "none", dynamic true = "true") it runs
-`shapelint run --model model.py:build --inputs model.py:inputs --batch-sizes 1,2,3,4,8,17`
-and prints:
+The cases are tests/cases/shared (or ../shared/cases) and tests/cases/real; both carry
+measured.json. For each case and mode (dynamic auto = measured "none", dynamic true = "true")
+it runs `shapelint run --model model.py:build --inputs model.py:inputs --batch-sizes
+1,2,3,4,8,17` and prints:
   - compile counts vs measured.json (must match exactly),
-  - the share of expected lines (triggered_by_batch_variation, default true) that the harness
-    confirmed, and any decoy line it blamed,
+  - the share of expected lines confirmed: the labelled lines (triggered_by_batch_variation,
+    default true) that torch implicated in that mode when the case was measured (measured.json
+    `check`; a label torch did not act on in a mode cannot be confirmed in it), and any decoy
+    line the harness blamed,
   - the wall time of `shapelint run` over a bare loop (a fresh process that compiles the same
     model and calls it at the same shapes), measured side by side, alternating.
 
-    python bench/harness.py [--cases a04,b45] [--modes auto,true] [--cases-dir DIR]
+    python bench/harness.py [--cases a04,b45] [--modes auto,true] [--cases-dir DIR ...]
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _cases import load_cases  # noqa: E402
+from _cases import REPO, load_cases  # noqa: E402
 
 BATCHES = [1, 2, 3, 4, 8, 17]
 MODE_KEY = {"auto": "none", "true": "true"}
@@ -67,18 +70,36 @@ def run_bare(case, mode: str) -> float:
     return time.perf_counter() - t0
 
 
+def torch_implicated(case, mode: str):
+    """The labelled lines torch implicated in ``mode`` when the case was measured (None when
+    measured.json has no check for the mode)."""
+    check = ((case.measured or {}).get("case", {}).get("check") or {}).get(mode)
+    if not check:
+        return None
+    return {f["at"] for f in check.get("findings", []) if f.get("confirmed")}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", help="comma separated case id prefixes")
     ap.add_argument("--modes", default="auto,true")
-    ap.add_argument("--cases-dir")
+    ap.add_argument("--cases-dir", action="append",
+                    help="a folder of cases (repeatable; default: the shared cases and tests/cases/real)")
     args = ap.parse_args(argv)
-    cases = load_cases(args.cases_dir)
+    dirs = args.cases_dir or [None, os.path.join(REPO, "tests", "cases", "real")]
+    cases = [c for d in dirs for c in load_cases(d)]
     if args.cases:
         wanted = args.cases.split(",")
         cases = [c for c in cases if any(c.id.startswith(w) for w in wanted)]
     modes = args.modes.split(",")
     tmp = tempfile.mkdtemp(prefix="shapelint-bench-")
+    # run each case outside the repository: its shapelint.toml ignores everything under tests/
+    import shutil
+
+    for case in cases:
+        copy = os.path.join(tmp, "cases", os.path.basename(case.path))
+        shutil.copytree(case.path, copy, ignore=shutil.ignore_patterns("__pycache__", ".shapelint_cache"))
+        case.path = copy
     count_ok = count_all = 0
     confirmed = expected = 0
     decoys_blamed = 0
@@ -105,19 +126,24 @@ def main(argv=None) -> int:
             count_all += 1
             count_ok += got == want
             mark = "ok " if got == want else "DIFF"
-            # lines the harness blamed
+            # lines the harness blamed: every place of every event (failed guards, the calls in
+            # a value guard's stack, attribute writes), benign specializations aside
             blamed = set()
-            for key in ("recompiles", "specializations", "graph_breaks", "compile_errors"):
-                for ev in target.get(key, []):
-                    if ev.get("path") and ev.get("line"):
-                        blamed.add((os.path.basename(ev["path"]), ev["line"]))
+            for ev in target.get("events", []):
+                if ev["kind"] == "specialization" and ev.get("benign"):
+                    continue
+                for item in [ev] + ev.get("guards", []) + ev.get("also", []):
+                    if item.get("path") and item.get("line"):
+                        blamed.add((os.path.basename(item["path"]), item["line"]))
             # a line is confirmed by an event blamed on it, or by a finding there that the
             # join confirmed (a state write is confirmed by the guard on its later read)
             for f in doc["findings"]:
                 if f.get("status") == "confirmed":
-                    blamed_or_confirmed = (os.path.basename(f["path"]), f["line"])
-                    blamed.add(blamed_or_confirmed)
+                    blamed.add((os.path.basename(f["path"]), f["line"]))
             exp = [e for e in case.expected if e.get("triggered_by_batch_variation", True)]
+            implicated = torch_implicated(case, MODE_KEY[mode])
+            if implicated is not None:
+                exp = [e for e in exp if f"{e['file']}:{e['line']}" in implicated]
             hit = [e for e in exp if (e["file"], e["line"]) in blamed]
             confirmed += len(hit)
             expected += len(exp)
