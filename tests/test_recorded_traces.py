@@ -219,6 +219,14 @@ def test_int_across_break_guarded_in_the_resumed_frame():
     assert ("model.py", 9) in lines(resumed)  # return x.reshape(n, -1) * n
 
 
+def test_value_guard_blames_the_calls_in_its_stack():
+    rec, _, _ = replay("int_through_call")
+    (guard,) = [e for e in kinds(rec.events, "recompile") if e.detail == "value-guard"]
+    assert (os.path.basename(guard.path), guard.line) == ("model.py", 7)  # torch.arange(past, ...)
+    assert [(os.path.basename(a["abspath"]), a["line"]) for a in guard.also] == [("model.py", 15)]
+    assert ("model.py", 15) not in [(os.path.basename(p), ln) for p, ln in guard.locations(callers=False)]
+
+
 def test_every_event_names_a_line_or_says_why():
     for name in sorted(f[:-6] for f in os.listdir(HERE) if f.endswith(".jsonl")):
         rec, _, _ = replay(name)

@@ -178,10 +178,13 @@ class Recorder:
         into it: the innermost frame of the user stack is under torch/nn/modules (``self.conv(x)``
         inlined), or the guard was added by a convolution/normalization kernel's shape logic."""
         stack = md.get("user_stack")
-        if isinstance(stack, list) and stack:
-            last = self.c.filename(stack[-1].get("filename")) if isinstance(stack[-1], dict) else None
+        if isinstance(stack, list) and stack and isinstance(stack[-1], dict):
+            last = self.c.filename(stack[-1].get("filename"))
             if last and any(part in os.path.abspath(last) for part in FRAMEWORK_FILES):
                 return True
+            if last and os.path.abspath(last).endswith("/torch/nn/functional.py") and \
+                    FRAMEWORK_KERNELS.search(str(stack[-1].get("name", ""))):
+                return True  # F.conv2d / F.batch_norm's own shape logic
         for fr in md.get("stack") or []:
             if not isinstance(fr, dict):
                 continue
