@@ -771,10 +771,14 @@ class Exits(nn.Module):
     def forward(self, x):
         os._exit(3)
 
+@torch.compiler.disable  # runs for real (a print in a traced loop would skip the frame)
+def flood():
+    for _ in range(20_000):
+        print("x" * 1000)
+
 class Floods(nn.Module):
     def forward(self, x):
-        for _ in range(20_000):
-            print("x" * 1000)
+        flood()
         return x * 2
 
 def hang():
