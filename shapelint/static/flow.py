@@ -916,8 +916,11 @@ class Walker:
             values.append(self.ev(target.comparator))
         ops = [type(t.operator).__name__ for t in node.comparisons]
         if all(o in ("Is", "IsNot") for o in ops):  # identity: a Python bool, never a tensor
-            detail = "none-test" if any(_is_none(c.comparator) for c in node.comparisons) or \
-                _is_none(node.left) else ""
+            # `mask is None` on an optional argument of the compiled entry (SL305)
+            detail = "none-test" if (any(_is_none(c.comparator) for c in node.comparisons) or
+                                     _is_none(node.left)) and any(
+                Kind.NONE in v.kinds and v.origin is not None and v.origin.scope
+                for v in values) else ""
             return Value(kinds=_BOOL, detail=detail, origin=self.origin(node) if detail else None)
         if any(o in ("In", "NotIn") for o in ops):  # membership: a Python bool
             container = values[-1]
