@@ -26,7 +26,7 @@ from _cases import KIND_RULES, load_cases  # noqa: E402
 
 from shapelint.config import Settings  # noqa: E402
 from shapelint.registry import all_rules  # noqa: E402
-from shapelint.static.engine import Engine  # noqa: E402
+from shapelint.static.check import check  # noqa: E402
 
 
 _DIMS = None
@@ -64,8 +64,7 @@ def check_case(folder: str, rules, enabled, declare: bool = True):
     settings = Settings()
     if declare:
         settings.dynamic_dims = declared_dims(folder)
-    engine = Engine(rules, enabled, settings)
-    result = engine.check([folder], root=folder, use_cache=False)
+    result = check([folder], settings, rules=rules, enabled=enabled, root=folder, use_cache=False)
     out = []
     for f in result.findings:
         rel = os.path.relpath(os.path.abspath(f.path), folder)

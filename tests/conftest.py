@@ -35,12 +35,13 @@ def check_tree(root, select=None, **settings_kw):
     selects codes (``["ALL"]``) gets the preview rules among them too."""
     from shapelint.config import Settings, enabled_codes
     from shapelint.registry import all_rules
-    from shapelint.static.engine import Engine
+    from shapelint.static.check import check
 
     rules = all_rules()
     settings = Settings(**settings_kw)
     enabled = enabled_codes(rules, select or [], preview=bool(select) or settings.preview)
-    return Engine(rules, enabled, settings).check([str(root)], root=str(root), use_cache=False)
+    return check([str(root)], settings, rules=rules, enabled=enabled, root=str(root),
+                 use_cache=False)
 
 
 @pytest.fixture

@@ -142,12 +142,11 @@ def dependencies(engine) -> List[str]:
     return sorted(os.path.abspath(p) for p in parsed)
 
 
-def cached_check(paths: Sequence[str], settings: Settings, enabled: Sequence[str],
-                 exclude: Tuple[str, ...], run) -> CheckResult:
-    """Return the cached result for these files, or ``run()`` and store what it returns."""
-    from shapelint.static import files as files_mod
-
-    found, discover_errors = files_mod.discover(paths, exclude)
+def cached_check(paths: Sequence[str], settings: Settings, enabled: Sequence[str], run,
+                 discovered: Tuple[List[str], list]) -> CheckResult:
+    """Return the cached result for the ``discovered`` files (and their errors), or ``run()``
+    and store what it returns."""
+    found, discover_errors = discovered
     cache = RunCache(settings, enabled)
     key = cache.key(found, paths)
     hit = cache.load(key)

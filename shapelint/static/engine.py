@@ -111,25 +111,23 @@ class Engine(api.ReportSink):
                                    f"this file are incomplete")
 
     # -- the run --------------------------------------------------------------------------------
-    def check(self, paths: Sequence[str], root: Optional[str] = None,
-              use_cache: bool = True) -> CheckResult:
-        """Check ``paths``; with ``use_cache``, return the cached result when no file changed."""
-        if not use_cache:
-            return self._check(paths, root)
-        from shapelint.static.cache import cached_check
+    def check(self, paths: Sequence[str], root: Optional[str] = None, use_cache: bool = False,
+              discovered: Optional[Tuple[List[str], List[FileError]]] = None) -> CheckResult:
+        """Check ``paths`` (``discovered``: the files, found already). With ``use_cache``, go
+        through :func:`shapelint.static.check.check`, which answers from the cache when no
+        file changed."""
+        if use_cache:
+            from shapelint.static.check import check
 
-        def run():
-            from shapelint.static.cache import dependencies
-
-            result = self._check(paths, root)
-            return result, dependencies(self)  # every file parsed: editing one is a miss
-
-        return cached_check(paths, self.settings, sorted(self.enabled), self._exclude(), run)
+            return check(paths, self.settings, rules=self.rule_classes, enabled=sorted(self.enabled),
+                         root=root, jobs=self.jobs)
+        return self._check(paths, root, discovered)
 
     def _exclude(self) -> Tuple[str, ...]:
         return exclude_patterns(self.settings)
 
-    def _check(self, paths: Sequence[str], root: Optional[str] = None) -> CheckResult:
+    def _check(self, paths: Sequence[str], root: Optional[str] = None,
+               discovered: Optional[Tuple[List[str], List[FileError]]] = None) -> CheckResult:
         import gc
 
         # the syntax trees kept for the run are millions of acyclic objects; the cyclic
@@ -137,7 +135,7 @@ class Engine(api.ReportSink):
         enabled = gc.isenabled()
         gc.disable()
         try:
-            return self._check_all(paths, root)
+            return self._check_all(paths, root, discovered)
         finally:
             if self.kept_until_exit:
                 # never freed, so never worth a look: without this the collector's next
@@ -146,8 +144,10 @@ class Engine(api.ReportSink):
             if enabled:
                 gc.enable()
 
-    def _check_all(self, paths: Sequence[str], root: Optional[str] = None) -> CheckResult:
-        found, errors = files_mod.discover(paths, self._exclude())
+    def _check_all(self, paths: Sequence[str], root: Optional[str] = None,
+                   discovered: Optional[Tuple[List[str], List[FileError]]] = None) -> CheckResult:
+        found, errors = discovered if discovered is not None else \
+            files_mod.discover(paths, self._exclude())
         result = CheckResult(errors=list(errors))
         sources = []
         for f in found:
