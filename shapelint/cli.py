@@ -213,26 +213,10 @@ def project_root(paths: Sequence[str], settings: Settings) -> Optional[str]:
 def run_static(paths: Sequence[str], settings: Settings, rules, enabled, use_cache: bool = True,
                root: Optional[str] = None, jobs: int = 0) -> CheckResult:
     """The static pass; a cache hit returns before libcst and networkx are even imported."""
-    root = root or project_root(paths, settings)
+    from shapelint.static.check import check
 
-    def run():
-        from shapelint.static.engine import Engine
-
-        engine = Engine(rules, enabled, settings, jobs=jobs,
-                        kept_until_exit=_KEEP_UNTIL_EXIT is not None)
-        if _KEEP_UNTIL_EXIT is not None:
-            _KEEP_UNTIL_EXIT.append(engine)
-        result = engine.check(paths, root=root, use_cache=False)
-        from shapelint.static.cache import dependencies
-
-        return result, dependencies(engine)
-
-    if not use_cache:
-        return run()[0]
-    from shapelint.static.cache import cached_check
-    from shapelint.static.engine_paths import exclude_patterns
-
-    return cached_check(paths, settings, sorted(enabled), exclude_patterns(settings), run)
+    return check(paths, settings, rules=rules, enabled=enabled, use_cache=use_cache,
+                 root=root or project_root(paths, settings), jobs=jobs, keep=_KEEP_UNTIL_EXIT)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
