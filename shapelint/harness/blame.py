@@ -40,7 +40,7 @@ GB_ID = re.compile(r"/gb/gb(\d{4})\.html")
 REASON_HEAD = re.compile(r"^(?P<frame>\d+)/(?P<compile>\d+): (?P<text>.*)$", re.S)
 ERROR_LINE = re.compile(r"^[\w.]*(?:Error|Exception|Unsupported)\b.*:")
 INPUT_MISMATCH = re.compile(
-    r"tensor '(?P<name>[^']+)' (?P<what>[\w ]+?) mismatch(?: at index (?P<index>\d+))?"
+    r"tensor '(?P<name>.+?)' (?P<what>[a-z_ ]+?) mismatch(?: at index (?P<index>\d+))?"
     r"\.? ?(?:expected (?P<expected>[^,]+), actual (?P<actual>\S+))?")
 INPUT_REASONS = ("size mismatch", "stride mismatch", "rank mismatch", "dtype mismatch",
                  "device mismatch", "device index mismatch", "requires_grad mismatch",

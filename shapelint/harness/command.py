@@ -139,6 +139,11 @@ class Progress:
                 _say(f"  {who}{shape_text(row)}: {row['new_compiles']} new compile(s) "
                      f"({row['seconds']:.2f}s){eager}{err}")
 
+    def note(self, text: str) -> None:
+        with self.lock:
+            if self._rich is None:
+                _say(text)
+
     def done(self, spec: TargetSpec, result: TargetResult) -> None:
         with self.lock:
             if self._rich is None:
@@ -179,7 +184,7 @@ def run_targets(specs: List[TargetSpec], jobs: int = 1) -> List[TargetResult]:
         if spec.suggest and not result.error:
             from shapelint.harness.remedy import measure
 
-            result.remedies = measure(spec, result, stopping)
+            result.remedies = measure(spec, result, stopping, say=progress.note)
         results[i] = result
         progress.done(spec, result)
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import threading
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from shapelint.finding import TargetResult
 from shapelint.harness.target import TargetSpec
@@ -47,24 +47,58 @@ def varying_ints(result: TargetResult) -> List[str]:
                   INT_SRC.match(src).group("name") not in ("self", "args", "kwargs"))
 
 
+def promoted_dims(result: TargetResult) -> List[Tuple[str, int]]:
+    """The (input, dim) pairs the recompiles name: an input compiled static whose dim changed
+    (``tensor 'x' size mismatch at index 1``), kept when the dim varied across the shapes."""
+    varied = set(varying_dims(result))
+    out = []
+    for ev in result.of_kind("recompile"):
+        for g in ev.guards:
+            if g.get("detail") == "input-dynamic" and g.get("input") and g.get("dim") is not None:
+                name = str(g["input"]).split("'")[-2] if "'" in str(g["input"]) else str(g["input"])
+                pair = (name, int(g["dim"]))
+                if pair in varied and pair not in out:
+                    out.append(pair)
+    return sorted(out) or sorted(varied)
+
+
+def guarded_ints(result: TargetResult) -> List[str]:
+    """Int arguments that varied and that a value guard names (``n == 1``)."""
+    names = {m.group("name"): src for src in varying_ints(result) for m in [INT_SRC.match(src)]}
+    out = []
+    for ev in result.of_kind("recompile"):
+        for g in ev.guards:
+            if g.get("detail") != "value-guard":
+                continue
+            text = str(g.get("guard") or g.get("text") or "")
+            for name, src in names.items():
+                if re.search(r"(?<![\w.'])" + re.escape(name) + r"\b", text) and src not in out:
+                    out.append(src)
+    return sorted(out)
+
+
+def _marks(kind: str, dims: List[Tuple[str, int]]) -> Dict[str, Any]:
+    fn = {"mark-dynamic": "torch._dynamo.mark_dynamic", "maybe-mark-dynamic": "torch._dynamo.maybe_mark_dynamic",
+          "mark-unbacked": "torch._dynamo.decorators.mark_unbacked"}[kind]
+    calls = "; ".join(f"{fn}({n}, {d})" for n, d in dims)
+    return {"kind": kind, "marks": [[n, d] for n, d in dims], "code": f"{calls}  # before the call"}
+
+
 def propose(spec: TargetSpec, result: TargetResult) -> List[Dict[str, Any]]:
     """Candidate remedies for what this replay saw (not yet measured)."""
     details = {g.get("detail") for ev in result.of_kind("recompile") for g in ev.guards} | \
         {ev.detail for ev in result.of_kind("recompile")}
     out: List[Dict[str, Any]] = []
-    dims = varying_dims(result)
-    if details & set(DIM_DETAILS) and dims:
-        marks = [[n, d] for n, d in dims]
-        calls = "; ".join(f"torch._dynamo.mark_dynamic({n}, {d})" for n, d in dims)
-        out.append({"kind": "mark-dynamic", "marks": marks, "code": f"{calls}  # before the call",
-                    "why": "the varying dims compiled static first (automatic dynamic recompiles "
-                           "to make them dynamic)"})
+    dims = promoted_dims(result) if details & set(DIM_DETAILS) else []
+    if dims:
+        out.append(dict(_marks("mark-dynamic", dims),
+                        why="the varying dims compiled static first (automatic dynamic recompiles "
+                            "to make them dynamic)"))
         if "size-one" in details or any(r.get("batch") == 1 for r in result.per_shape):
-            calls = "; ".join(f"torch._dynamo.decorators.mark_unbacked({n}, {d})" for n, d in dims)
-            out.append({"kind": "mark-unbacked", "marks": marks, "code": f"{calls}  # before the call",
-                        "why": "sizes 0 and 1 are specialized unless the dim is unbacked"})
-    ints = varying_ints(result)
-    if ints and "value-guard" in details:
+            out.append(dict(_marks("mark-unbacked", dims),
+                            why="sizes 0 and 1 are specialized unless the dim is unbacked"))
+    ints = guarded_ints(result)
+    if ints:
         value = ",".join(ints)
         out.append({"kind": "dynamic-sources", "sources": value,
                     "code": f'TORCH_COMPILE_DYNAMIC_SOURCES="{value}"  # in the environment',
@@ -77,6 +111,19 @@ def propose(spec: TargetSpec, result: TargetResult) -> List[Dict[str, Any]]:
         out.append({"kind": "capture-scalar-outputs",
                     "code": "torch._dynamo.config.capture_scalar_outputs = True",
                     "why": "`.item()` becomes an unbacked symbol instead of a graph break"})
+    return out
+
+
+VIOLATED = re.compile(r"Constraints violated \((?P<srcs>[^)]*\))")
+SOURCE_DIM = re.compile(r"L\['(?P<name>\w+)'\](?:\['(?P<key>\w+)'\])?\.size\(\)\[(?P<dim>\d+)\]")
+
+
+def _violated(problem: str) -> List[Tuple[str, int]]:
+    """The dims a ConstraintViolationError names: the code specializes them."""
+    out = []
+    for m in SOURCE_DIM.finditer(problem or ""):
+        name = m.group("key") if m.group("name") == "kwargs" and m.group("key") else m.group("name")
+        out.append((name, int(m.group("dim"))))
     return out
 
 
@@ -98,8 +145,11 @@ def judge(before: Dict[str, Any], after: Dict[str, Any]) -> str:
 
 
 def measure(spec: TargetSpec, result: TargetResult,
-            stopping: Optional[threading.Event] = None) -> List[Dict[str, Any]]:
-    """Replay ``spec`` once per proposed remedy; each remedy with its measured counts."""
+            stopping: Optional[threading.Event] = None,
+            say: Callable[[str], None] = lambda text: None) -> List[Dict[str, Any]]:
+    """Replay ``spec`` once per proposed remedy; each remedy with its measured counts. A
+    ``mark_dynamic`` the code's specialization makes raise is tried again without the dims it
+    names (``maybe_mark_dynamic`` for those)."""
     from shapelint.harness.runner import run_target
 
     before = _counts(result)
@@ -109,6 +159,7 @@ def measure(spec: TargetSpec, result: TargetResult,
         remedy = todo.pop(0)
         if stopping is not None and stopping.is_set():
             break
+        say(f"  {spec.name}: measuring `{remedy['code']}`")
         trial = dataclasses.replace(spec, suggest=False, remedy={k: v for k, v in remedy.items()
                                                                   if k in ("kind", "marks", "sources")})
         after_result = run_target(trial)
@@ -120,11 +171,18 @@ def measure(spec: TargetSpec, result: TargetResult,
             row["problem"] = problem
         out.append(row)
         if remedy["kind"] == "mark-dynamic" and verdict == "fails" and problem and \
-                "Constraint" in problem:  # the code specializes a marked dim: mark it softly
-            calls = "; ".join(f"torch._dynamo.maybe_mark_dynamic({n}, {d})" for n, d in remedy["marks"])
-            todo.insert(0, {"kind": "maybe-mark-dynamic", "marks": remedy["marks"],
-                            "code": f"{calls}  # before the call",
-                            "why": "mark_dynamic raised: the code specializes a marked dim"})
+                "Constraint" in problem:  # the code specializes a marked dim
+            marks = [tuple(m) for m in remedy["marks"]]
+            bad = [m for m in _violated(problem) if m in marks]
+            rest = [m for m in marks if m not in bad]
+            if bad and rest:
+                todo.insert(0, dict(_marks("mark-dynamic", rest),
+                                    why=f"mark_dynamic of {', '.join(f'{n} dim {d}' for n, d in bad)} "
+                                        f"raised: the code specializes it"))
+            soft = bad or marks
+            todo.insert(1 if bad and rest else 0, dict(_marks("maybe-mark-dynamic", soft),
+                                                       why="mark_dynamic raised: the code specializes "
+                                                           "the dim; maybe_mark_dynamic lets it"))
     return out
 
 
