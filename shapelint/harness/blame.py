@@ -224,16 +224,15 @@ class Recorder:
     def end_shape(self, error: Optional[str] = None, where: Optional[Where] = None,
                   eager_frame: Optional[Dict[str, Any]] = None) -> List[Event]:
         """Close the current shape: ``error`` is what the call raised (a failed compile that
-        raised is a compile error; one that did not fell back to eager); ``eager_frame`` is the
-        compiled entry frame when the call ran it uncompiled. Returns the new events."""
+        raised is a compile error; one that did not fell back to eager). Returns the new
+        events. (``eager_frame``, the entry frame when the call ran it uncompiled, is the
+        worker's row flag; the fallback that caused it is its own event.)"""
         for p in self._pending:
             if error is not None:
                 self._compile_error(p["message"], p["where"] or where)
             else:
                 self._fallback(p)
         self._pending = []
-        if eager_frame is not None and error is None:
-            self._ran_eager(eager_frame)
         new = self.events[self._emitted:]
         self._emitted = len(self.events)
         return new
@@ -387,22 +386,10 @@ class Recorder:
             path=where[0] if where else None, line=where[1] if where else None, note=note))
         self._label(self.events[-1], p["key"])
 
-    def _ran_eager(self, frame: Dict[str, Any]) -> None:
-        """The compiled entry frame has no cached graph for these inputs: the call ran eagerly.
-        Reported once per frame, unless a fallback already says why."""
-        fname = frame.get("name") or "forward"
-        if any(e.kind == FALLBACK and e.frame == fname for e in self.events):
-            return
-        key = ("ran-eager", fname)
-        if key in self._fallback_seen:
-            return
-        self._fallback_seen.add(key)
-        path, line = frame.get("path"), frame.get("line")
-        self.events.append(Event(
-            kind=FALLBACK, shape=dict(self.shape), detail="ran-eager", frame=fname,
-            reason=f"`{fname}` ran uncompiled: no cached graph accepts these inputs and torch "
-                   f"did not compile a new one (a frame it skips for good)",
-            abspath=path, path=path, line=line))
+    def fell_back(self, frame: Optional[Dict[str, Any]]) -> bool:
+        """Whether torch already gave up compiling this frame (a fallback names it)."""
+        name = (frame or {}).get("name")
+        return bool(name) and any(e.kind == FALLBACK and e.frame == name for e in self.events)
 
     def _specialization(self, md: Dict[str, Any], key: Tuple[Any, Any]) -> None:
         where = self.user_frame(md.get("user_stack"))

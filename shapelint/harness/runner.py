@@ -264,9 +264,6 @@ def verdict(spec: TargetSpec, result: TargetResult) -> List[str]:
     for ev in result.of_kind("fallback"):
         where = f" ({ev.path}:{ev.line})" if ev.path and ev.line else ""
         problems.append(f"fell back to eager{where}: {ev.reason}")
-    eager = [r for r in result.per_shape if r.get("eager")]
-    if eager and not result.of_kind("fallback"):
-        problems.append(f"{len(eager)} shape(s) ran uncompiled")
     shape_errors = [r for r in result.per_shape if r.get("error")]
     if shape_errors:
         problems.append(f"{len(shape_errors)} shape(s) failed")

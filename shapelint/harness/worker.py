@@ -229,6 +229,7 @@ class Replay:
     frame_signature: Any = None
     entry_code: Any = None
     frame_has_self: bool = False
+    entry_fn: Any = None
     seq_param: bool = False
     current: Dict[str, Any] = field(default_factory=dict)
     cudagraph_records: List[int] = field(default_factory=lambda: [0])
@@ -262,11 +263,16 @@ def replay_shape(r: Replay, shape: Dict[str, Any]) -> Dict[str, Any]:
         _mark(r, args, kw)
         inputs = _input_values(r.current)
         with torch.no_grad() if spec.no_grad else contextlib.nullcontext():
-            accepted = _cache_accepts(r, args, kw)
+            accepted, cached = _cache_accepts(r, args, kw)
             entry_compiles = _entry_compiles(r)
             r.compiled(*args, **kw)
-            if accepted is False and _entry_compiles(r) == entry_compiles and entry_compiles:
-                eager_frame = _entry_frame(r)
+            if entry_compiles and _entry_compiles(r) == entry_compiles:
+                # no new compile of the entry frame: either a cached graph ran, or nothing did.
+                # Nothing did when the frame has no graph at all (a frame torch skips for
+                # good), or when none accepted the inputs after torch stopped compiling it
+                frame = _entry_frame(r)
+                if cached == 0 or (accepted is False and recorder.fell_back(frame)):
+                    eager_frame = frame
         if r.device.startswith("cuda"):
             torch.cuda.synchronize()
     except Exception as exc:  # noqa: BLE001 - one bad shape must not end the run
@@ -282,7 +288,10 @@ def replay_shape(r: Replay, shape: Dict[str, Any]) -> Dict[str, Any]:
                            "new_compiles": recorder.compiles - before, "error": error,
                            "seconds": round(time.perf_counter() - t0, 3)}
     if eager_frame is not None or any(e.kind == "fallback" for e in new):
-        row["eager"] = True
+        row["eager"] = True  # the call ran uncompiled
+        if not recorder.fell_back(eager_frame or _entry_frame(r)):
+            row["eager_why"] = ("torch skips this frame for good: its first compile traced no "
+                                "ops (nothing to compile then)")
     if spec.mode and "reduce-overhead" in spec.mode and r.device.startswith("cuda"):
         row["cudagraph_recordings"] = r.cudagraph_records[0] - before_graphs
     return {"type": "shape", "row": row, "events": [e.to_json() for e in new],
@@ -385,21 +394,33 @@ def _input_values(current: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
-def _cache_accepts(r: Replay, args: tuple, kw: Dict[str, Any]) -> Optional[bool]:
+def _cache_accepts(r: Replay, args: tuple, kw: Dict[str, Any]) -> Tuple[Optional[bool], Optional[int]]:
     """Whether a cached graph of the compiled entry frame accepts these inputs (checked before
-    the call, so state the call mutates does not matter); None when it cannot be told."""
-    if r.entry_code is None or r.frame_signature is None:
-        return None
+    the call, so state the call mutates does not matter), and how many graphs it has; None
+    when it cannot be told."""
+    if r.entry_code is None:
+        return None, None
     try:
         from torch._dynamo.eval_frame import _debug_get_cache_entry_list
 
+        entries = _debug_get_cache_entry_list(r.entry_code)
+    except Exception:  # noqa: BLE001 - an unknown is not a claim
+        return None, None
+    if not entries:
+        return False, 0
+    try:
         f_locals = _bound(r.frame_signature, r.frame_has_self, r.model, args, kw)
         if f_locals is None:
-            return None
-        entries = _debug_get_cache_entry_list(r.entry_code)
-        return any(e.guard_manager.check(f_locals) for e in entries)
-    except Exception:  # noqa: BLE001 - an unknown is not a claim
-        return None
+            return None, len(entries)
+        fn = getattr(r.entry_fn, "__closure__", None) or ()
+        for name, cell in zip(r.entry_code.co_freevars, fn):  # a decorator's closure
+            try:
+                f_locals.setdefault(name, cell.cell_contents)
+            except ValueError:
+                pass
+        return any(e.guard_manager.check(f_locals) for e in entries), len(entries)
+    except Exception:  # noqa: BLE001
+        return None, len(entries)
 
 
 def _entry_frame(r: Replay) -> Optional[Dict[str, Any]]:
@@ -574,6 +595,7 @@ def run(spec: TargetSpec, out: Out) -> int:
     r.frame_signature = _signature(getattr(forward, "__func__", forward), False)
     r.frame_has_self = hasattr(forward, "__func__")
     r.entry_code = _entry_code(forward)
+    r.entry_fn = getattr(forward, "__func__", forward)
     r_holder["replay"] = r
     for shape in spec.shapes():
         out.write(replay_shape(r, shape))

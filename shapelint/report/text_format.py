@@ -78,7 +78,8 @@ def _target_lines(t) -> List[str]:
         out.append(f"  error: {t.error}")
     for row in t.per_shape:
         status = f"  error: {row['error']}" if row.get("error") else ""
-        eager = "  ran uncompiled (eager)" if row.get("eager") and not row.get("error") else ""
+        eager = ("  ran uncompiled (eager" + (f": {row['eager_why']}" if row.get("eager_why") else "")
+                 + ")") if row.get("eager") and not row.get("error") else ""
         graphs = f", CUDA graph recordings: {row['cudagraph_recordings']}" \
             if row.get("cudagraph_recordings") is not None else ""
         out.append(f"  {shape_text(row):<24} new compiles: {row['new_compiles']}{graphs}{eager}{status}")
