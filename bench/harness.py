@@ -35,12 +35,12 @@ import sys, importlib.util, torch
 spec = importlib.util.spec_from_file_location("model", sys.argv[1])
 sys.path.insert(0, sys.argv[2])
 m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+torch.manual_seed(0)
 model = m.build()
 c = torch.compile(model, backend="eager", dynamic={dynamic})
-for b in {batches}:
+for b in {batches}:  # grad mode on, as `shapelint run` (and measure_case.py) replay
     try:
-        with torch.no_grad():
-            c(*m.inputs(b))
+        c(*m.inputs(b))
     except Exception:
         pass
 """
@@ -49,7 +49,8 @@ for b in {batches}:
 def run_shapelint(case, mode: str, out_json: str):
     cmd = [sys.executable, "-m", "shapelint.cli", "run", "--model", "model.py:build",
            "--inputs", "model.py:inputs", "--batch-sizes", ",".join(map(str, BATCHES)),
-           "--dynamic", mode, "--backend", "eager", "--format", "json", "-o", out_json, "--no-cache"]
+           "--dynamic", mode, "--backend", "eager", "--format", "json", "-o", out_json, "--no-cache",
+           "--seed", "0", "--seed-once"]  # as measure_case.py: seed 0, then the shapes in order
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=case.path, capture_output=True, text=True)
     wall = time.perf_counter() - t0

@@ -83,6 +83,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="address-space limit for the target's process (an allocation past it fails)")
     run.add_argument("--no-static", action="store_true",
                      help="skip the static pass (and so the join: no finding is confirmed or unpredicted)")
+    run.add_argument("--seed", type=int, help="torch.manual_seed before building the model and "
+                                              "before each shape's inputs (repeatable replays)")
+    run.add_argument("--seed-once", dest="seed_each_shape", action="store_false", default=None,
+                     help="with --seed: seed once before building, as a plain script does")
     run.add_argument("--shard", metavar="K/N",
                      help="replay only the K-th of N deterministic shares of the targets (CI matrix)")
     run.add_argument("--suggest", action="store_true", default=None,

@@ -29,7 +29,7 @@ TARGET_KEYS = {
     "name": str, "model": str, "inputs": str, "batch-sizes": list, "seq-lens": list,
     "dynamic": (str, bool), "backend": str, "device": str, "max-compiles": int, "mode": str,
     "fullgraph": bool, "timeout": (int, float), "check-paths": list, "no-grad": bool,
-    "memory-limit-mb": int, "seed": int, "suggest": bool,
+    "memory-limit-mb": int, "seed": int, "seed-each-shape": bool, "suggest": bool,
 }
 
 

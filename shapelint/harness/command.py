@@ -61,7 +61,8 @@ def build_targets(args: argparse.Namespace, settings) -> List[TargetSpec]:
     for flag, key in (("dynamic", "dynamic"), ("backend", "backend"), ("device", "device"),
                       ("mode", "mode"), ("fullgraph", "fullgraph"), ("max_compiles", "max-compiles"),
                       ("timeout", "timeout"), ("no_grad", "no-grad"),
-                      ("memory_limit_mb", "memory-limit-mb"), ("suggest", "suggest")):
+                      ("memory_limit_mb", "memory-limit-mb"), ("suggest", "suggest"),
+                      ("seed", "seed"), ("seed_each_shape", "seed-each-shape")):
         v = getattr(args, flag, None)
         if v is not None:
             overrides[key] = v

@@ -38,6 +38,9 @@ class TargetSpec:
     memory_limit_mb: Optional[int] = None
     no_grad: bool = False
     seed: Optional[int] = None
+    #: with a seed: reseed before each shape's inputs (independent of the order tried), or
+    #: seed once before building, as a plain script (and bench/measure_case.py) does
+    seed_each_shape: bool = True
     #: measure remedies for the recompiles this target shows (``--suggest``, key ``suggest``)
     suggest: bool = False
     #: the remedy a replay applies (set by the harness when it measures one)
@@ -64,7 +67,8 @@ class TargetSpec:
                    max_compiles=table.get("max-compiles"), timeout=float(table.get("timeout", 300)),
                    base_dir=table.get("_base_dir", "."), check_paths=list(table.get("check-paths", [])),
                    memory_limit_mb=table.get("memory-limit-mb"), no_grad=bool(table.get("no-grad", False)),
-                   seed=table.get("seed"), suggest=bool(table.get("suggest", False)))
+                   seed=table.get("seed"), seed_each_shape=bool(table.get("seed-each-shape", True)),
+                   suggest=bool(table.get("suggest", False)))
 
     def shapes(self) -> List[Dict[str, Optional[int]]]:
         seqs: List[Optional[int]] = list(self.seq_lens) if self.seq_lens else [None]

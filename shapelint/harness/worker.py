@@ -255,7 +255,7 @@ def replay_shape(r: Replay, shape: Dict[str, Any]) -> Dict[str, Any]:
         call_kw = {"seq_len": shape["seq_len"]} if shape["seq_len"] is not None and r.seq_param else {}
         if shape["seq_len"] is not None and not r.seq_param:
             raise TargetError("seq-lens given but the inputs callable takes no seq_len")
-        if spec.seed is not None:  # each shape's inputs independent of the order tried
+        if spec.seed is not None and spec.seed_each_shape:  # inputs independent of the order
             torch.manual_seed(spec.seed + shape["batch"] * 1009 + (shape["seq_len"] or 0))
         args, kw = normalize_inputs(r.inputs_fn(shape["batch"], **call_kw))
         args, kw = _to_device(args, r.device), _to_device(kw, r.device)
