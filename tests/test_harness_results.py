@@ -141,3 +141,14 @@ def test_report_merges_shards(tmp_path, capsys):
     assert [t["name"] for t in merged["targets"]] == ["one", "two"]
     (f,) = merged["findings"]
     assert f["status"] == "confirmed" and f["evidence_events"] == [{"kind": "recompile", "summary": "y"}]
+
+
+def test_example_workflow_merges_a_matrix_of_shards():
+    from conftest import REPO
+
+    with open(os.path.join(REPO, "examples", "github-workflow.yml"), encoding="utf-8") as fh:
+        text = fh.read()
+    assert "shapelint run --shard ${{ matrix.shard }}/4" in text
+    for fmt in ("github", "sarif", "markdown"):
+        assert f"shapelint report shard-*.json --format {fmt}" in text
+    assert text.count("upload-sarif") == 1 and "GITHUB_STEP_SUMMARY" in text
