@@ -341,33 +341,22 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _static_for_run(args, settings, rules, enabled, specs, results) -> CheckResult:
-    """The static pass over what the replays ran: the project's files as a project (helpers
-    resolved from its root), library files (site-packages...) on their own, with nothing
-    around them indexed (their imports are followed into the other files that ran)."""
+    """The static pass over what the replays ran (shapelint.harness.command.static_paths),
+    library files (site-packages...) included. When some are outside the working directory,
+    the files are checked together with nothing else indexed around them: imports between them
+    resolve (their module names come from their packages), and no library tree is walked."""
     import tempfile
 
     from shapelint.harness.command import static_paths
 
     paths = static_paths(specs, results)
+    if not paths:
+        return CheckResult()
     cwd = os.getcwd()
-    mine = [p for p in paths if not os.path.relpath(p, cwd).startswith("..")]
-    others = [p for p in paths if p not in mine]
-    combined = CheckResult()
-    for group in (mine, others):
-        if not group:
-            continue
-        if group is mine:
-            part = run_static(group, settings, rules, enabled, use_cache=not args.no_cache)
-        else:
-            with tempfile.TemporaryDirectory(prefix="shapelint-lib-") as empty:
-                part = run_static(group, settings, rules, enabled, use_cache=not args.no_cache,
-                                  root=empty)
-        combined.findings += part.findings
-        combined.errors += part.errors
-        combined.unused_suppressions += part.unused_suppressions
-        combined.rule_errors += part.rule_errors
-        combined.files_checked += part.files_checked
-    return combined
+    if all(not os.path.relpath(p, cwd).startswith("..") for p in paths):
+        return run_static(paths, settings, rules, enabled, use_cache=not args.no_cache)
+    with tempfile.TemporaryDirectory(prefix="shapelint-lib-") as empty:
+        return run_static(paths, settings, rules, enabled, use_cache=not args.no_cache, root=empty)
 
 
 def cmd_rule(args: argparse.Namespace) -> int:

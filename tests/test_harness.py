@@ -480,3 +480,66 @@ def test_suggest_measures_remedies(tmp_path):
     assert remedies["mark-dynamic"]["code"].startswith("torch._dynamo.mark_dynamic(x, 0)")
     text = shapelint(tmp_path, "report", "r.json").stdout
     assert "remedy: `torch._dynamo.decorators.mark_unbacked(x, 0)" in text and "2 compiles -> 1 (measured, helps)" in text
+
+
+LIB = '''
+import torch
+
+
+def route(x):
+    if x.shape[0] > 4:
+        return x * 2
+    return x + 1
+
+
+def cold(x):
+    if x.shape[1] > 3:
+        return x.sum().item()
+    return x
+'''
+
+LIB_USER = '''
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+import sizelib  # noqa: E402
+
+
+class M(nn.Module):
+    def __init__(self, use_cold=False):
+        super().__init__()
+        self.use_cold = use_cold
+
+    def forward(self, x):
+        if self.use_cold:
+            return sizelib.cold(x)
+        return sizelib.route(x)
+
+
+def build():
+    return M()
+
+
+def inputs(batch):
+    return (torch.ones(batch, 4),)
+'''
+
+
+def test_library_code_is_joined_with_reached_lines(tmp_path):
+    """A library outside the project (as site-packages is): its files that ran are checked,
+    a hazard there is confirmed, one on a line the replay never reached is not-reached."""
+    write_tree(tmp_path, {"lib/sizelib.py": LIB, "proj/model.py": LIB_USER})
+    proc = shapelint(tmp_path / "proj", "run", "--model", "model.py:build", "--inputs", "model.py:inputs",
+                     "--batch-sizes", "1,2,8", "--no-cache", "--format", "json", "-o", "r.json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((tmp_path / "proj" / "r.json").read_text())
+    status = {(os.path.basename(f["path"]), f["line"], f["rule"]): f["status"] for f in doc["findings"]}
+    assert status[("sizelib.py", 5, "SL101")] == "confirmed"
+    assert status[("sizelib.py", 12, "SL202")] == "not-reached"
+    (t,) = doc["targets"]
+    assert any(p.endswith("sizelib.py") for p in t["executed"])
