@@ -615,8 +615,9 @@ class Walker:
             if decided is (not is_and):
                 return left  # `x or y` with x true, `x and y` with x false: y never runs
             right = self.condition(expr.right, context, validates)
-            # `a and b` needs both: one setting decides it; `a or b` needs one: both must be
-            self.flag_test = (left_flag or self.flag_test) if is_and else (left_flag and self.flag_test)
+            # a test of settings only if every operand is one: `self.attention_type == "sparse"
+            # and seq_len <= limit` is decided by the size on a model configured that way
+            self.flag_test = left_flag and self.flag_test
             return left.merge(right)
         if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
             return self.condition(expr.expression, context, validates)
@@ -1410,10 +1411,13 @@ def _all_const() -> Dims:
 
 
 def _is_flag_test(v: Value) -> bool:
-    """A test of settings (module state, the config, whether an optional argument or a
-    keyword was given), not of a tensor's value, a varying size or an argument the caller of
-    the compiled entry passes: which side runs depends on how the model is configured."""
-    return not v.is_tensor and not (v.tags & {Tag.SIZE, Tag.DATA, Tag.SCALAR})
+    """A test of settings (module state, the config, a flag, whether an optional argument
+    or a keyword was given), not of a tensor's value, a varying size or a number the caller
+    of the compiled entry passes: which side runs depends on how the model is configured."""
+    if v.is_tensor or v.tags & {Tag.SIZE, Tag.DATA}:
+        return False
+    # a number argument of the entry (a step, a length) is data; a flag argument is a setting
+    return not (Tag.SCALAR in v.tags and v.detail in ("int", "float"))
 
 
 def _const_truth(v: Optional[Value]) -> Optional[bool]:
