@@ -13,6 +13,7 @@ import libcst as cst
 import pytest
 
 from shapelint.registry import all_rules
+from shapelint.static.project import dotted as _dotted
 from shapelint.static.torch_api import load
 
 
@@ -62,15 +63,6 @@ class _ByKeyword(cst.CSTTransformer):
         new_args += [a for a in updated.args if a.keyword is not None]
         self.rewritten += 1
         return updated.with_changes(args=new_args)
-
-
-def _dotted(node: cst.CSTNode):
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        base = _dotted(node.value)
-        return f"{base}.{node.attr.value}" if base else None
-    return None
 
 
 def _examples():

@@ -22,10 +22,10 @@ import networkx as nx
 
 from shapelint import api
 from shapelint.static import callees, dynamo, results, shapes
-from shapelint.static.project import FunctionInfo, ModuleInfo, Project
+from shapelint.static.project import FunctionInfo, ModuleInfo, Project, dotted as _dotted
 from shapelint.static.regions import Regions
 from shapelint.static.types import ast_literal, ast_param_kinds, kinds_of_ast_annotation, literal
-from shapelint.values import (CONST_DIM, NUMBERS, UNKNOWN, Dim, Dims, Kind, Origin, Tag, Value,
+from shapelint.values import (CONST_DIM, NUMBERS, UNKNOWN, Dims, Kind, Origin, Tag, Value,
                               join_dims, tracked)
 
 MAX_DEPTH = 12
@@ -1432,15 +1432,6 @@ def _const_truth(v: Optional[Value]) -> Optional[bool]:
 
 def _is_none(node: cst.CSTNode) -> bool:
     return isinstance(node, cst.Name) and node.value == "None"
-
-
-def _dotted(node: cst.CSTNode) -> Optional[str]:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        base = _dotted(node.value)
-        return f"{base}.{node.attr.value}" if base else None
-    return None
 
 
 def _isinstance_kinds(node: cst.BaseExpression) -> frozenset:

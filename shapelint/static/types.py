@@ -194,12 +194,9 @@ def _named(name: Optional[str]) -> set:
 
 
 def _dotted(node: cst.CSTNode) -> Optional[str]:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        base = _dotted(node.value)
-        return f"{base}.{node.attr.value}" if base else None
-    return None
+    from shapelint.static.project import dotted
+
+    return dotted(node)
 
 
 _MISSING = object()
@@ -240,20 +237,20 @@ def is_literal(node: Optional[cst.BaseExpression]) -> bool:
 
 def literal(node: cst.BaseExpression) -> Value:
     """The value of a literal expression: its kind and the constant itself."""
-    v = literal_value(node)
-    if v is _MISSING:
-        return Value()
-    if isinstance(v, bool):
-        return Value(kinds=frozenset({Kind.BOOL}), const=v)
-    if isinstance(v, int):
-        return Value(kinds=frozenset({Kind.INT}), const=v)
-    if isinstance(v, float):
-        return Value(kinds=frozenset({Kind.FLOAT}), const=v)
-    if isinstance(v, str):
-        return Value(kinds=frozenset({Kind.STR}), const=v)
+    return constant(literal_value(node))
+
+
+def constant(v: object) -> Value:
+    """The Value of a Python constant (unknown for anything else)."""
+    for kind, types in _CONSTANT_KINDS:
+        if isinstance(v, types):
+            return Value(kinds=frozenset({kind}), const=v)
     if v is None:
         return Value(kinds=frozenset({Kind.NONE}), const=None)
     return Value()
+
+
+_CONSTANT_KINDS = ((Kind.BOOL, bool), (Kind.INT, int), (Kind.FLOAT, float), (Kind.STR, str))
 
 
 def kinds_of_default(node: Optional[cst.BaseExpression]) -> FrozenSet[Kind]:
@@ -286,23 +283,11 @@ def ast_literal(node: Optional[ast.expr]) -> Value:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and \
             isinstance(node.operand, ast.Constant) and isinstance(node.operand.value, (int, float)) \
             and not isinstance(node.operand.value, bool):
-        v = -node.operand.value
-    elif isinstance(node, ast.Constant):
-        v = node.value
-    else:
-        return Value(kinds=frozenset({Kind.CONTAINER})) if isinstance(
-            node, (ast.Tuple, ast.List, ast.Dict, ast.Set)) else Value()
-    if isinstance(v, bool):
-        return Value(kinds=frozenset({Kind.BOOL}), const=v)
-    if isinstance(v, int):
-        return Value(kinds=frozenset({Kind.INT}), const=v)
-    if isinstance(v, float):
-        return Value(kinds=frozenset({Kind.FLOAT}), const=v)
-    if isinstance(v, str):
-        return Value(kinds=frozenset({Kind.STR}), const=v)
-    if v is None:
-        return Value(kinds=frozenset({Kind.NONE}), const=None)
-    return Value()
+        return constant(-node.operand.value)
+    if isinstance(node, ast.Constant):
+        return constant(node.value) if node.value is not Ellipsis else Value()
+    return Value(kinds=frozenset({Kind.CONTAINER})) if isinstance(
+        node, (ast.Tuple, ast.List, ast.Dict, ast.Set)) else Value()
 
 
 def ast_param_kinds(annotation: Optional[ast.expr], default: Optional[ast.expr]) -> FrozenSet[Kind]:
