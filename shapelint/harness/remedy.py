@@ -89,7 +89,12 @@ def propose(spec: TargetSpec, result: TargetResult) -> List[Dict[str, Any]]:
     details = {g.get("detail") for ev in result.of_kind("recompile") for g in ev.guards} | \
         {ev.detail for ev in result.of_kind("recompile")}
     out: List[Dict[str, Any]] = []
-    dims = promoted_dims(result) if details & set(DIM_DETAILS) else []
+    # every varying dim, not only those the recompiles name: inputs whose dims are tied (an
+    # attention mask beside input_ids) must be marked together, or the equality torch guards
+    # between them specializes the marked one (a ConstraintViolationError, then retried
+    # without the dims it names)
+    dims = (sorted(set(promoted_dims(result)) | set(varying_dims(result)))
+            if details & set(DIM_DETAILS) else [])
     if dims:
         out.append(dict(_marks("mark-dynamic", dims),
                         why="the varying dims compiled static first (automatic dynamic recompiles "
@@ -175,14 +180,17 @@ def measure(spec: TargetSpec, result: TargetResult,
             marks = [tuple(m) for m in remedy["marks"]]
             bad = [m for m in _violated(problem) if m in marks]
             rest = [m for m in marks if m not in bad]
-            if bad and rest:
+            retries = sum(1 for r in out if r["kind"] == "mark-dynamic")
+            if bad and rest and retries < 3:  # measure the marks the code lets be dynamic
                 todo.insert(0, dict(_marks("mark-dynamic", rest),
                                     why=f"mark_dynamic of {', '.join(f'{n} dim {d}' for n, d in bad)} "
                                         f"raised: the code specializes it"))
-            soft = bad or marks
-            todo.insert(1 if bad and rest else 0, dict(_marks("maybe-mark-dynamic", soft),
-                                                       why="mark_dynamic raised: the code specializes "
-                                                           "the dim; maybe_mark_dynamic lets it"))
+            if not any(r["kind"] == "maybe-mark-dynamic" for r in out + todo):
+                first = [tuple(m) for m in next(r for r in out if r["kind"] == "mark-dynamic")["marks"]]
+                todo.insert(1 if bad and rest and retries < 3 else 0,
+                            dict(_marks("maybe-mark-dynamic", first),
+                                 why="mark_dynamic raised: the code specializes a dim; "
+                                     "maybe_mark_dynamic lets it"))
     return out
 
 
