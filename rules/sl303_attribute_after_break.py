@@ -1,13 +1,12 @@
-from typing import Set
-
-from shapelint.api import Call, Condition, Rule, Tag, graph_break_reason
+from shapelint.api import NameUse, Rule, Tag
 
 
 class AttributeAfterBreak(Rule):
     """
     ## What it does
-    Finds a branch on a module's own Python attribute (`if self.layer_idx % 2 == 0:`) placed
-    after a graph break in the same `forward`, where the module class is built several times
+    Finds the first read of a module's own Python attribute (`if self.layer_idx % 2 == 0:`,
+    `cache.update(k, v, self.layer_idx)`) after a graph break in the same method, where the
+    module class is built several times
     (the blocks of a `ModuleList`) and the attribute holds each instance's own value (stored
     from an `__init__` argument). A module built once, or an attribute every instance shares,
     costs no recompile.
@@ -69,18 +68,11 @@ class Model(torch.nn.Module):
         return x
 ''']
 
-    def __init__(self, sink) -> None:
-        super().__init__(sink)
-        self._broken: Set[str] = set()
-
-    def on_call(self, site: Call) -> None:
-        if graph_break_reason(site):
-            self._broken.add(site.fn.qualname)
-
-    def on_condition(self, site: Condition) -> None:
-        v = site.value
-        if site.fn.qualname in self._broken and v.has(Tag.INSTANCE) and \
-                not (v.is_tensor or v.is_size) and site.fn.is_method:
-            self.report(site, f"`{site.short_code()}` tests module state after a graph break; the "
-                              f"resumed frame is shared by every instance, so each instance's "
-                              f"value recompiles it")
+    def on_name_use(self, site: NameUse) -> None:
+        # the first read of a per-instance attribute after a graph break in its method: the
+        # resumed frame guards its value, and every instance brings its own
+        if site.after_break and site.value.has(Tag.INSTANCE) and site.fn.is_method:
+            self.report(site, f"`{site.name}` is read after the graph break at line "
+                              f"{site.break_line}; the resumed frame is shared by every instance "
+                              f"of the module and guards this attribute's value, so each "
+                              f"instance recompiles it")

@@ -297,6 +297,8 @@ class Walker:
         self.returned_across: Optional[cst.CSTNode] = None
         #: names holding Python numbers that crossed a graph break, until their first read
         self.crossed: Dict[str, cst.CSTNode] = {}
+        #: per-instance attributes already read after the graph break
+        self.read_after_break: set = set()
 
     # -- helpers ----------------------------------------------------------------------------------
     def emit(self, hook: str, site: api.Site) -> None:
@@ -843,7 +845,14 @@ class Walker:
         tags = _STATE
         if info.from_param and self.a.regions.is_repeated(self.cls.qualname):  # type: ignore[union-attr]
             tags = _STATE_PER_INSTANCE
-        return Value(kinds=kinds, tags=tags, origin=self.origin(node), detail=info.kind)
+        v = Value(kinds=kinds, tags=tags, origin=self.origin(node), detail=info.kind)
+        if tags is _STATE_PER_INSTANCE and self.broke_at is not None and \
+                attr not in self.read_after_break:
+            self.read_after_break.add(attr)  # the resumed frame guards its value here
+            self.emit("on_name_use", api.NameUse(node, v, self.ctx, name=f"self.{attr}",
+                                                 after_break=True,
+                                                 break_line=self.ctx.line(self.broke_at)))
+        return v
 
     def _slice(self, el: cst.SubscriptElement) -> Tuple[Value, bool]:
         s = el.slice
