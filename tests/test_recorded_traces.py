@@ -11,8 +11,6 @@ import json
 import os
 from typing import Any, Dict, List, Tuple
 
-import pytest
-
 from shapelint.finding import Event
 from shapelint.harness.blame import Recorder, mark_benign, varying_sources
 

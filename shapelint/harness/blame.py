@@ -537,8 +537,6 @@ class Recorder:
                 and "<=" not in body.split("#")[0].split("2 <=", 1)[1]:
             return [dict(base, detail="size-one", abspath=where[0], line=where[1],
                          note="0/1 specialization; the line is the first use of the size")]
-        if "(_prims_common" in body or "(_subclasses/fake_impls" in body and not where:
-            pass
         return [dict(base, detail="shape-guard", guard=summary,
                      abspath=where[0] if where else None, line=where[1] if where else None,
                      note="" if where else "torch's reason names no user line and the "
