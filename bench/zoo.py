@@ -216,7 +216,7 @@ def normalize(e, mode: str, spec, res: Dict[str, Any], fp: str) -> Dict[str, Any
                 "line": ev.get("line"), "reason": ev.get("reason") or ev.get("message"),
                 "shape": ev.get("shape"), "guard": ev.get("guard"), "note": ev.get("note"),
                 "registry_id": ev.get("registry_id"), "benign": ev.get("benign", False),
-                "sources": ev.get("sources")})
+                "sources": ev.get("sources"), "compile_id": ev.get("compile_id")})
     executed = {_rel(p): ls for p, ls in (res.get("executed") or {}).items()}
     return {"name": e.name, "mode": mode, "lib": e.lib, "kind": e.kind, "dims": e.dims,
             "fingerprint": fp, "libraries": LIBRARIES, "torch_version": res.get("torch_version"),
@@ -344,9 +344,10 @@ def replay(only: List[str], jobs: int, modes: List[str], force: bool,
 
 # -- score ----------------------------------------------------------------------------------------
 #: Why the sweep cannot show a finding. A finding on an executed line that torch never blamed is
-#: false unless an entry here matches it (by rule, by ``lib/path.py:line`` relative to
-#: bench/_downloads/zoo-libs, or both); matched findings are left out of precision and printed
-#: per reason. Keep every reason specific enough to review: "what the zoo does not vary".
+#: false unless an entry here matches it: every key given must match, ``rule`` (a code),
+#: ``at`` (``lib/path.py:line`` relative to bench/_downloads/zoo-libs, any line of the finding)
+#: and ``source`` (a regex searched in the finding's source line). Matched findings are left
+#: out of precision and printed per reason. Each reason says what the zoo does not vary.
 EXCUSES: List[Dict[str, str]] = [
     {"rule": "SL106",
      "reason": "CPU convolution's batch < 16 guard: the zoo sweeps batches up to 8 (a batch of 16 "
@@ -354,12 +355,28 @@ EXCUSES: List[Dict[str, str]] = [
     {"rule": "SL301",
      "reason": "int/bool arguments of an entry: the zoo never varies a Python scalar argument "
                "(only tensor dims), so no value guard on one can fail"},
-    {"rule": "SL303",
-     "reason": "one recompile per module instance after a graph break: each replay builds one "
-               "instance"},
+    {"rule": "SL305",
+     "reason": "a branch on whether a None-default argument holds a tensor: the zoo passes the "
+               "same arguments at every shape (never a tensor one call and None the next)"},
     {"rule": "SL304",
      "reason": "a module global rebound with `global`: nothing in a replay rebinds it between "
                "calls"},
+    {"source": r"dtype == torch\.float16",
+     "reason": "a condition on the float16 dtype: the zoo runs float32 only, so what follows "
+               "`dtype == torch.float16 and` never runs"},
+    {"at": "timm/layers/patch_embed.py:124", "reason": "strict image size: the model asserts "
+     "H == img_size on this line, so no entry that reaches it can vary H"},
+    {"at": "timm/layers/patch_embed.py:125", "reason": "strict image size: the model asserts "
+     "W == img_size on this line, so no entry that reaches it can vary W"},
+    {"at": "transformers/models/swin/modeling_swin.py:269", "reason": "HF Swin replays at one "
+     "resolution (each compile at a dynamic side took 100-300 s): its padding branches on the "
+     "image side never flip"},
+    {"at": "transformers/models/swin/modeling_swin.py:272", "reason": "HF Swin replays at one "
+     "resolution (each compile at a dynamic side took 100-300 s): its padding branches on the "
+     "image side never flip"},
+    {"at": "transformers/models/swin/modeling_swin.py:563", "reason": "HF Swin replays at one "
+     "resolution (each compile at a dynamic side took 100-300 s): its padding branches on the "
+     "image side never flip"},
 ]
 
 #: recompile kinds with a line a static pass can see; "size-one" (a size-1 input after a dynamic
@@ -385,6 +402,32 @@ def lib_root() -> str:
     return _rel(LIBS) + os.sep
 
 
+#: Guards torch adds itself while running an op, not because of the user's Python: the harness
+#: blames them on the line that called the op (``self.conv1(x)``), where no rule can see them.
+#: Matched against the failed guard (re-evaluated by the harness); each pattern was traced to
+#: the torch frame that adds it with TORCH_LOGS=+dynamic on torch 2.13, CPU.
+TORCH_GUARDS: List[Tuple[str, str]] = [
+    (r"<= 20480$", "CPU convolution backend choice: torch._C._select_conv_backend "
+                   "(_subclasses/fake_impls.py, conv) compares the input's area with a constant"),
+    (r"^s\d+(\*s\d+)* < 16$", "CPU convolution's batch < 16 guard (_subclasses/fake_impls.py, "
+                              "conv); a 3-D UNet's conv sees batch x frames"),
+    (r"^Eq\(\(\(\(s\d+ - 1\)//32\)\) \+ 1, 1\)$",
+     "batch_norm's fake kernel (_subclasses/fake_impls.py, infer_size) tests whether the spatial "
+     "size is at most 32"),
+    (r"^Max\(1, \(s\d+//\d+\)\) >= Max\(1, \(s\d+//\d+\)\)",
+     "the stride order of a convolution's output (_prims_common, __lt__) compares a derived "
+     "size with 1"),
+]
+
+
+def torch_guard(ev: Dict[str, Any]) -> Optional[str]:
+    guard = ev.get("guard") or ""
+    for pattern, why in TORCH_GUARDS:
+        if guard and re.search(pattern, guard):
+            return why
+    return None
+
+
 def visible(ev: Dict[str, Any]) -> Optional[str]:
     """None when a static pass can see the event's line, else why not (see the docstring)."""
     if not ev.get("path") or not ev.get("line"):
@@ -393,6 +436,8 @@ def visible(ev: Dict[str, Any]) -> Optional[str]:
         return "outside the libraries"
     if ev["kind"] == "recompile" and ev.get("detail") not in VISIBLE_RECOMPILES:
         return f"recompile ({ev.get('detail')})"
+    if ev["kind"] == "recompile" and torch_guard(ev):
+        return "torch's own guard (TORCH_GUARDS)"
     if ev["kind"] == "specialization" and ev.get("benign"):
         return "benign specialization (a dim that never varied)"
     return None
@@ -479,11 +524,14 @@ def rules_info() -> Dict[str, Dict[str, Any]]:
 
 def excuse(f: Dict[str, Any]) -> Optional[str]:
     where = f["path"][len(lib_root()):] if f["path"].startswith(lib_root()) else f["path"]
+    source = f.get("source_line") or _source(f["path"], int(f["line"]))
     for ex in EXCUSES:
         if ex.get("rule") not in (None, f["rule"]):
             continue
         at = ex.get("at")
         if at is not None and at not in (f"{where}:{n}" for n in _lines(f)):
+            continue
+        if ex.get("source") is not None and not re.search(ex["source"], source):
             continue
         return ex["reason"]
     return None
@@ -518,14 +566,107 @@ def _ratio(a: int, b: int) -> str:
     return f"{a / b:.3f}" if b else "n/a"
 
 
+class Statements:
+    """Line -> the span of the statement it belongs to (for ``if``/``for``/``while``/``with``/
+    ``def``, the header). torch names a statement by the line of the instruction that guarded
+    or broke, a rule by the line of the sub-expression it judges: on a statement spread over
+    several lines the two differ, so findings and blamed lines are matched by statement."""
+
+    def __init__(self) -> None:
+        self._spans: Dict[str, Dict[int, Tuple[int, int]]] = {}
+
+    def _build(self, path: str) -> Dict[int, Tuple[int, int]]:
+        import ast
+
+        spans: Dict[int, Tuple[int, int]] = {}
+        try:
+            with open(os.path.join(REPO, path), encoding="utf-8") as fh:
+                tree = ast.parse(fh.read())
+        except (OSError, SyntaxError, ValueError):
+            return spans
+        found: List[Tuple[int, int]] = []
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.stmt):
+                continue
+            start, end = node.lineno, getattr(node, "end_lineno", node.lineno) or node.lineno
+            body = getattr(node, "body", None)
+            if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
+                end = max(start, body[0].lineno - 1)  # the header only
+            found.append((start, end))
+        for start, end in sorted(found, key=lambda se: se[0] - se[1]):  # widest first
+            for n in range(start, end + 1):
+                spans[n] = (start, end)  # narrower statements overwrite wider ones
+        return spans
+
+    def span(self, path: str, line: int) -> Tuple[int, int]:
+        if path not in self._spans:
+            self._spans[path] = self._build(path)
+        return self._spans[path].get(line, (line, line))
+
+
+class Blamed:
+    """The blamed lines a static pass can see, the statements they sit in, and the recompiles
+    they belong to (a recompile whose guard failed at several lines is one event)."""
+
+    def __init__(self, results: List[Dict[str, Any]], stmts: Statements) -> None:
+        self.stmts = stmts
+        self.lines: Dict[Tuple[str, int], List[Dict[str, Any]]] = {}
+        self.hidden: Dict[str, int] = {}
+        self.value_guards: Dict[str, List[str]] = {}
+        self.by_stmt: Dict[Tuple[str, Tuple[int, int]], Set[Tuple[str, int]]] = {}
+        self.groups: Dict[Tuple, Set[Tuple[str, int]]] = {}
+        self.line_groups: Dict[Tuple[str, int], Set[Tuple]] = {}
+        self.ungrouped: Set[Tuple[str, int]] = set()  # lines with an event of another kind
+        for r in results:
+            target = f"{r['name']}.{r['mode']}"
+            for ev in r["events"]:
+                why = visible(ev)
+                if why:
+                    self.hidden[why] = self.hidden.get(why, 0) + 1
+                    continue
+                key = (ev["path"], int(ev["line"]))
+                self.lines.setdefault(key, []).append(dict(ev, target=target))
+                self.by_stmt.setdefault((key[0], stmts.span(*key)), set()).add(key)
+                if ev["kind"] == "recompile":
+                    group = (target, json.dumps(ev.get("shape"), sort_keys=True),
+                             ev.get("compile_id") or ev.get("reason"))
+                    self.groups.setdefault(group, set()).add(key)
+                    self.line_groups.setdefault(key, set()).add(group)
+                else:
+                    self.ungrouped.add(key)
+                if ev.get("detail") == "value-guard":
+                    self.value_guards.setdefault(ev["path"], []).append(ev.get("reason") or "")
+
+    def under(self, f: Dict[str, Any]) -> Set[Tuple[str, int]]:
+        """The blamed lines in the statements a finding covers."""
+        out: Set[Tuple[str, int]] = set()
+        for n in _lines(f):
+            out |= self.by_stmt.get((f["path"], self.stmts.span(f["path"], n)), set())
+        return out
+
+    def covered(self, key: Tuple[str, int], direct: Dict[Tuple[str, int], Set[str]],
+                rule: Optional[str] = None) -> bool:
+        """Flagged itself, or (recompiles only) each recompile it belongs to is flagged at
+        another of its lines: that recompile was predicted."""
+        def hit(k: Tuple[str, int]) -> bool:
+            rules = direct.get(k, ())
+            return bool(rules) and (rule is None or rule in rules)
+
+        if hit(key):
+            return True
+        if key in self.ungrouped or not self.line_groups.get(key):
+            return False
+        return all(any(hit(k) for k in self.groups[g] if k != key) for g in self.line_groups[key])
+
+
 class Scored:
     """The findings of one static run, scored against the replays."""
 
-    def __init__(self, findings, rules, executed, blamed, value_guards):
+    def __init__(self, findings, rules, executed: Dict[str, Set[int]], blamed: Blamed):
         self.rows: Dict[str, Dict[str, int]] = {}
         self.false: List[Tuple[Dict[str, Any], str]] = []
         self.excused: Dict[str, List[Dict[str, Any]]] = {}
-        self.hit: Dict[Tuple[str, int], Set[str]] = {}  # blamed line -> rules whose findings cover it
+        self.hit: Dict[Tuple[str, int], Set[str]] = {}  # blamed line -> rules flagging it
         for f in findings:
             info = rules.get(f["rule"], {})
             if info.get("runtime_only") or not info.get("evidence"):
@@ -533,16 +674,16 @@ class Scored:
             row = self.rows.setdefault(f["rule"], dict(findings=0, executed=0, true=0, false=0,
                                                          excused=0, not_executed=0))
             row["findings"] += 1
-            lines = _lines(f)
-            for n in lines:
-                if (f["path"], n) in blamed:
-                    self.hit.setdefault((f["path"], n), set()).add(f["rule"])
+            under = blamed.under(f)
+            for key in under:
+                self.hit.setdefault(key, set()).add(f["rule"])
             ran = executed.get(f["path"], set())
-            if not any(n in ran for n in lines):
+            spans = {blamed.stmts.span(f["path"], n) for n in _lines(f)}
+            if not any(n in ran for a, b in spans for n in range(a, b + 1)):
                 row["not_executed"] += 1
                 continue
             row["executed"] += 1
-            if any((f["path"], n) in blamed for n in lines) or _state_confirmed(f, value_guards):
+            if under or _state_confirmed(f, blamed.value_guards):
                 row["true"] += 1
                 continue
             why = excuse(f)
@@ -573,19 +714,9 @@ def score(verbose: bool, only_rule: Optional[str], skip_all: bool, use_view: boo
             if path and path.startswith(root):
                 executed.setdefault(path, set()).update(ls)
     # blamed lines a static pass can see, with the events behind each
-    blamed: Dict[Tuple[str, int], List[Dict[str, Any]]] = {}
-    hidden: Dict[str, int] = {}
-    value_guards: Dict[str, List[str]] = {}
-    for r in results:
-        for ev in r["events"]:
-            why = visible(ev)
-            if why:
-                hidden[why] = hidden.get(why, 0) + 1
-                continue
-            blamed.setdefault((ev["path"], int(ev["line"])), []).append(dict(ev, target=f"{r['name']}.{r['mode']}"))
-            if ev.get("detail") == "value-guard":
-                value_guards.setdefault(ev["path"], []).append(ev.get("reason") or "")
-    files = sorted(set(executed) | {p for p, _ in blamed})
+    blamed = Blamed(results, Statements())
+    hidden = blamed.hidden
+    files = sorted(set(executed) | {p for p, _ in blamed.lines})
 
     t0 = time.perf_counter()
     view = build_view({f[len(root):] for f in files}) if use_view else LIBS
@@ -636,10 +767,10 @@ def score(verbose: bool, only_rule: Optional[str], skip_all: bool, use_view: boo
     print(f"executed: {n_exec} lines in {len(executed)} library files; static pass over "
           f"{len(files)} files: " + ", ".join(f"{k} {v} s" for k, v in seconds.items()))
     by_kind: Dict[str, Set[Tuple[str, int]]] = {k: set() for k in KINDS}
-    for key, evs in blamed.items():
+    for key, evs in blamed.lines.items():
         for ev in evs:
             by_kind[ev["kind"]].add(key)
-    print(f"blamed lines visible to a static pass: {len(blamed)} ("
+    print(f"blamed lines visible to a static pass: {len(blamed.lines)} ("
           + ", ".join(f"{k} {len(v)}" for k, v in by_kind.items()) + "); events not counted: "
           + ", ".join(f"{k} {v}" for k, v in sorted(hidden.items(), key=lambda kv: -kv[1])))
 
@@ -651,30 +782,30 @@ def score(verbose: bool, only_rule: Optional[str], skip_all: bool, use_view: boo
         findings = [dict(f, path=root + f["path"][len(view_root):])
                     if f["path"].startswith(view_root) else f
                     for f in doc["findings"] if f.get("path")]
-        sc = Scored(findings, rules, executed, blamed, value_guards)
+        sc = Scored(findings, rules, executed, blamed)
         report(label, sc, rules, blamed, by_kind, verbose, only_rule)
     return status
 
 
-def report(label: str, sc: Scored, rules, blamed, by_kind, verbose: bool,
+def report(label: str, sc: Scored, rules, blamed: Blamed, by_kind, verbose: bool,
            only_rule: Optional[str]) -> None:
     print(f"\n== {'--select ALL' if label == 'ALL' else 'default rules'} ==")
     print(f"{'rule':6} {'name':28} {'findings':>8} {'not-run':>7} {'run':>5} {'true':>5} "
-          f"{'false':>5} {'excused':>7}  {'precision':>9}  recall (lines of its kinds)")
+          f"{'false':>5} {'excused':>7}  {'precision':>9}  recall (blamed lines of its kinds)")
     for code in sorted(sc.rows):
         if only_rule and code != only_rule:
             continue
         row = sc.rows[code]
         kinds = rules.get(code, {}).get("evidence") or []
         pool = set().union(*[by_kind[k] for k in kinds if k in by_kind]) if kinds else set()
-        got = sum(1 for key in pool if code in sc.hit.get(key, ()))
+        got = sum(1 for key in pool if blamed.covered(key, sc.hit, code))
         print(f"{code:6} {rules.get(code, {}).get('name', '')[:28]:28} {row['findings']:8d} "
               f"{row['not_executed']:7d} {row['executed']:5d} {row['true']:5d} {row['false']:5d} "
               f"{row['excused']:7d}  {_ratio(row['true'], row['true'] + row['false']):>9}  "
               f"{_ratio(got, len(pool))} ({got}/{len(pool)} {'+'.join(kinds)})")
     for kind in KINDS:
         pool = by_kind[kind]
-        got = sum(1 for key in pool if sc.hit.get(key))
+        got = sum(1 for key in pool if blamed.covered(key, sc.hit))
         print(f"  {kind:15} recall={_ratio(got, len(pool))} ({got}/{len(pool)} blamed lines)")
     for why, fs in sc.excused.items():
         if only_rule and not any(f["rule"] == only_rule for f in fs):
@@ -686,20 +817,25 @@ def report(label: str, sc: Scored, rules, blamed, by_kind, verbose: bool,
         for f, src in sorted(false, key=lambda x: (x[0]["path"], int(x[0]["line"]), x[0]["rule"])):
             print(f"{f['path'][len(lib_root()):]}:{f['line']} {f['rule']} | {src[:140]}")
         kinds = set(rules.get(only_rule, {}).get("evidence") or []) if only_rule else set(KINDS)
-        missed = sorted((k, evs) for k, evs in blamed.items()
-                        if not (sc.hit.get(k) and (not only_rule or only_rule in sc.hit[k]))
+        missed = sorted((k, evs) for k, evs in blamed.lines.items()
+                        if not blamed.covered(k, sc.hit, only_rule)
                         and any(ev["kind"] in kinds for ev in evs))
         print(f"\n-- missed blamed lines ({len(missed)}) --")
         for (path, line), evs in missed:
             ev = evs[0]
             targets = sorted({e["target"] for e in evs})
             detail = f"{ev['kind']}" + (f"/{ev['detail']}" if ev.get("detail") else "")
-            print(f"{path[len(lib_root()):]}:{line} {detail} | {(ev.get('reason') or '')[:120]} | "
+            guard = f" [guard {ev['guard'][:80]}]" if ev.get("guard") else ""
+            also = sorted({k for g in blamed.line_groups.get((path, line), ()) for k in blamed.groups[g]}
+                          - {(path, line)})
+            print(f"{path[len(lib_root()):]}:{line} {detail} | {(ev.get('reason') or '')[:120]}{guard} | "
                   f"at {ev.get('shape')} in {', '.join(targets[:4])}{' ...' if len(targets) > 4 else ''}"
-                  f"\n    | {_source(path, line)[:140]}")
+                  f"\n    | {_source(path, line)[:140]}"
+                  + (f"\n    (the same recompile is also blamed on "
+                     f"{', '.join(f'{p[len(lib_root()):]}:{n}' for p, n in also[:3])})" if also else ""))
     tot = sc.totals()
-    got = sum(1 for key in blamed if sc.hit.get(key))
-    print(f"{'TOTAL' if label == 'default' else 'TOTAL(ALL)'} recall={_ratio(got, len(blamed))} "
+    got = sum(1 for key in blamed.lines if blamed.covered(key, sc.hit))
+    print(f"{'TOTAL' if label == 'default' else 'TOTAL(ALL)'} recall={_ratio(got, len(blamed.lines))} "
           f"precision={_ratio(tot['true'], tot['true'] + tot['false'])}")
 
 
