@@ -7,7 +7,8 @@ is downloaded into bench/_downloads on first use; never committed). For each tre
   cold            `shapelint check TREE` with an empty cache (interpreter start-up included)
   warm            the same again, cache filled, nothing changed
   pre-commit      `shapelint check` on 5 files of the tree, cache warm, from the tree's root
-and prints cold/ast-floor and the warm and pre-commit wall seconds. Floor and cold run
+and prints cold/ast-floor, the warm and pre-commit wall seconds, and the cold check's peak
+memory. Floor and cold run
 alternately ``--repeat`` times and the best of each is kept: on a shared machine one sample
 of either can be 50% slow.
 
@@ -85,16 +86,26 @@ def time_libcst(files) -> float:
     return time.perf_counter() - t0
 
 
-def shapelint(args, cwd) -> float:
+#: the largest peak resident memory of a shapelint run so far, in MB (the process and the
+#: children it forks for the walk, each counted on its own: a walk's share runs beside it)
+PEAK_MB = {"cold": 0.0}
+
+
+def shapelint(args, cwd, label: str = "") -> float:
     # the console script, as users run it (`python -m` would put the tree's own modules,
     # e.g. torch/random.py, in front of the standard library)
     exe = os.path.join(os.path.dirname(sys.executable), "shapelint")
     t0 = time.perf_counter()
-    proc = subprocess.run([exe, *args, "--exit-zero", "-o", os.devnull],
-                          cwd=cwd, capture_output=True, text=True)
+    proc = subprocess.Popen([exe, *args, "--exit-zero", "-o", os.devnull], cwd=cwd,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    err = proc.stderr.read() if proc.stderr else ""
+    _, status, usage = os.wait4(proc.pid, 0)  # the child's own peak memory (ru_maxrss, KB)
     wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if label:
+        PEAK_MB[label] = max(PEAK_MB.get(label, 0.0), usage.ru_maxrss / 1024)
     if proc.returncode != 0:
-        print(f"  shapelint failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
+        print(f"  shapelint failed ({proc.returncode}): {err.strip()[-500:]}")
     return wall
 
 
@@ -124,7 +135,7 @@ def bench_tree(name: str, tree: str, skip_libcst: bool, repeat: int = 3) -> None
     for _ in range(repeat):
         floors.append(time_ast(files))
         shutil.rmtree(cache, ignore_errors=True)
-        colds.append(shapelint(["check", tree, *cfg], work))
+        colds.append(shapelint(["check", tree, *cfg], work, label="cold"))
         warms.append(shapelint(["check", tree, *cfg], work))
         print(f"  ast floor {floors[-1]:7.2f} s   shapelint cold {colds[-1]:7.2f} s   "
               f"warm {warms[-1]:5.2f} s   pair ratio {colds[-1] / floors[-1]:.2f}", flush=True)
@@ -138,6 +149,8 @@ def bench_tree(name: str, tree: str, skip_libcst: bool, repeat: int = 3) -> None
     print(f"  RATIO {name} (best of {repeat}): cold/ast-floor = {cold / floor:.2f} "
           f"({cold:.2f} s / {floor:.2f} s; median of the pairs {pairs[len(pairs) // 2]:.2f}), "
           f"warm = {warm:.2f} s, pre-commit = {pre:.2f} s", flush=True)
+    print(f"  PEAK MEMORY {name}: cold check {PEAK_MB['cold']:.0f} MB (the main process)", flush=True)
+    PEAK_MB["cold"] = 0.0
     shutil.rmtree(work, ignore_errors=True)
 
 
