@@ -292,6 +292,7 @@ def replay(only: List[str], jobs: int, modes: List[str], force: bool,
                   f"compiles)", file=sys.stderr)
             continue
         todo.append((e, mode, spec, fp, (old or {}).get("seconds") or 0))
+    planned = len(entries) * len(modes)
     todo.sort(key=lambda t: -t[4])  # longest first packs the pool best
     started = time.time()
     loads: List[float] = []  # the machine's 1-minute load, sampled as targets finish
@@ -341,7 +342,8 @@ def replay(only: List[str], jobs: int, modes: List[str], force: bool,
                      "jobs": jobs, "cpus": os.cpu_count(), "targets": len(todo),
                      "target_seconds": round(sum((load_result(result_path(t[0].name, t[1])) or {})
                                                  .get("seconds") or 0 for t in todo), 1),
-                     "complete": not only and set(modes) == set(MODES)})
+                     # every target of the zoo replayed in this run (none reused)
+                     "complete": not only and set(modes) == set(MODES) and len(todo) == planned})
         _write_json(log, runs)
     print(f"zoo: replayed {len(todo)} target(s) in {wall} s with -j {jobs} ({cpu} CPU s)"
           + (f"; failed: {', '.join(failed)}" if failed else ""), file=sys.stderr)
@@ -766,10 +768,15 @@ def score(verbose: bool, only_rule: Optional[str], skip_all: bool, use_view: boo
             line += (f", {last['cpu_s']:.0f} CPU s ({last['cpu_s'] / 2 / 60:.1f} min on 2 free "
                      f"cores; load average {last.get('load_avg', 0):.1f})")
     print(line)
-    stale = [f"{r['name']}.{r['mode']}" for r in results if r.get("harness") != _harness_digest()]
+    stale = [r for r in results if r.get("harness") != _harness_digest()]
     if stale:
-        print(f"note: {len(stale)} replay(s) ran under another version of shapelint/harness "
-              f"(e.g. {stale[0]}); `python bench/zoo.py replay --force` replays them")
+        refs: Dict[str, int] = {}
+        for r in stale:
+            ref = f"{r.get('harness_ref', '?')} ({r.get('harness', '?')})"
+            refs[ref] = refs.get(ref, 0) + 1
+        print(f"note: {len(stale)} replay(s) ran with a harness other than the working tree's: "
+              + ", ".join(f"{n} with {ref}" for ref, n in refs.items())
+              + "; `python bench/zoo.py replay --force` replays them with it")
     n_exec = sum(len(v) for v in executed.values())
     print(f"executed: {n_exec} lines in {len(executed)} library files; static pass over "
           f"{len(files)} files: " + ", ".join(f"{k} {v} s" for k, v in seconds.items()))
