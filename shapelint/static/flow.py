@@ -14,6 +14,7 @@ networkx call graph.
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -595,6 +596,8 @@ class Walker:
         return UNKNOWN
 
     def state_write(self, attr_node: cst.Attribute, v: Value, op: str, node: cst.CSTNode) -> None:
+        if self.ctx.info.name == "__init__":
+            return  # a module built in the region fills a new object: no state changes
         attr = attr_node.attr.value
         info = self.a.project.attr(self.cls, attr) if self.cls else None
         reads = self.a.reads_of(self.cls) if self.cls else set()
@@ -695,13 +698,21 @@ class Walker:
             return
         right = test.comparisons[0].comparator
         for dim_side, const_side in ((test.left, right), (right, test.left)):
+            other = self.ev_quiet(const_side)
+            if not (other.is_state or isinstance(other.const, int)):
+                continue
             target = _dim_of_name(dim_side)
+            if target is None and isinstance(dim_side, cst.Name):
+                # `H` from `B, C, H, W = x.shape`: the local and the dim it was read from
+                local = self.env.get(dim_side.value)
+                if local is not None and local.is_size and local.dim is not None:
+                    self.env[dim_side.value] = local.with_(dim=CONST_DIM)
+                    target = _dim_of_origin(local)
             if target is None:
                 continue
             name, index = target
             v = self.env.get(name)
-            other = self.ev_quiet(const_side)
-            if v is None or v.dims is None or not (other.is_state or isinstance(other.const, int)):
+            if v is None or v.dims is None:
                 continue
             self.env[name] = v.with_(dims=shapes._replace(v.dims, index, CONST_DIM))
 
@@ -845,7 +856,10 @@ class Walker:
         tags = _STATE
         if info.from_param and self.a.regions.is_repeated(self.cls.qualname):  # type: ignore[union-attr]
             tags = _STATE_PER_INSTANCE
-        v = Value(kinds=kinds, tags=tags, origin=self.origin(node), detail=info.kind)
+        # a flag __init__ sets to a literal and forward never changes (self.use_tiling = False,
+        # turned on by a method the user calls before compiling): as the model is configured
+        flag = info.flag if info.flag is not None and attr not in self.cls.forward_writes else None  # type: ignore[union-attr]
+        v = Value(kinds=kinds, tags=tags, origin=self.origin(node), detail=info.kind, const=flag)
         if tags is _STATE_PER_INSTANCE and self.broke_at is not None and \
                 attr not in self.read_after_break:
             self.read_after_break.add(attr)  # the resumed frame guards its value here
@@ -1359,6 +1373,8 @@ class Walker:
             for a, value in zip(node.args, pos):
                 if value.is_tensor:
                     self.emit("on_iteration", api.Iteration(a.value, value, self.ctx))
+        if name.rsplit(".", 1)[-1] in ("_assert", "_check", "_check_with") and node.args:
+            self.learn(node.args[0].value, holds=True)  # a validation: it holds from here
         fixed = dynamo.compile_time_constant(name)
         if fixed is not None:  # is_compiling() is True while Dynamo traces
             return Value(kinds=_BOOL, const=fixed)
@@ -1401,6 +1417,15 @@ def _dim_of_name(node: cst.CSTNode) -> Optional[Tuple[str, int]]:
     return None
 
 
+_SHAPE_ITEM = re.compile(r"^(\w+)\.(?:shape\[|size\()(-?\d+)[\])]$")
+
+
+def _dim_of_origin(v: Value) -> Optional[Tuple[str, int]]:
+    """(``x``, 2) for a size read as ``x.shape[2]`` (or unpacked from ``x.shape``)."""
+    m = _SHAPE_ITEM.match(v.origin.text) if v.origin is not None else None
+    return (m.group(1), int(m.group(2))) if m else None
+
+
 def _flip(op: str) -> str:
     return {"GreaterThan": "LessThan", "LessThan": "GreaterThan",
             "GreaterThanEqual": "LessThanEqual", "LessThanEqual": "GreaterThanEqual"}.get(op, op)
@@ -1430,7 +1455,7 @@ def _is_flag_test(v: Value) -> bool:
 
 
 def _const_truth(v: Optional[Value]) -> Optional[bool]:
-    if v is None or v.tags:
+    if v is None or v.tags - {Tag.STATE}:  # (a module's flag as __init__ sets it counts)
         return None
     if v.kinds == {Kind.NONE}:  # only a literal None (or a name narrowed to it) says this
         return False

@@ -100,13 +100,16 @@ DEFAULT_LIMITS = Limits()
 class AttrInfo:
     """What ``__init__`` stored in ``self.<attr>``."""
 
-    __slots__ = ("kind", "cls", "from_param")
+    __slots__ = ("kind", "cls", "from_param", "flag")
 
-    def __init__(self, kind: str, cls: str = "", from_param: bool = False) -> None:
+    def __init__(self, kind: str, cls: str = "", from_param: bool = False,
+                 flag: Optional[bool] = None) -> None:
         self.kind = kind  # module, module_list, container, tensor, int, float, bool, str, none, other
         self.cls = cls  # qualified class for a module; element class for a module list
         #: stored from an ``__init__`` parameter: each instance may hold its own value
         self.from_param = from_param
+        #: a flag ``__init__`` sets to a literal (``self.use_tiling = False``)
+        self.flag = flag
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, AttrInfo) and (self.kind, self.cls) == (other.kind, other.cls)
@@ -205,6 +208,16 @@ class ClassInfo:
             init = self.methods.get("__init__")
             self._attrs = _init_attrs(init.tree, self.module) if init is not None else {}
         return self._attrs
+
+    @property
+    def forward_writes(self) -> Set[str]:
+        """``self.<attr>`` names ``forward`` assigns."""
+        fwd = self.methods.get("forward")
+        if fwd is None:
+            return set()
+        return {t.attr for n in ast.walk(fwd.tree) if isinstance(n, (ast.Assign, ast.AugAssign))
+                for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+                if isinstance(t, ast.Attribute) and _is_self(t.value)}
 
     @property
     def reads(self) -> Set[str]:
@@ -342,6 +355,13 @@ class ModuleInfo:
                         self.imports[head] = head
             elif isinstance(stmt, ast.ImportFrom):
                 self._import_from(stmt)
+        for stmt in top:  # `LayerNorm = nn.LayerNorm` (the live side of a version switch whose
+            # other side defines a fallback class): an alias, as an import would be
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
+                    isinstance(stmt.targets[0], ast.Name) and isinstance(stmt.value, ast.Attribute):
+                target = ast_dotted(stmt.value)
+                if target and target.split(".")[0] in self.imports:
+                    self.imports[stmt.targets[0].id] = self.resolve(target)
         for stmt in top:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.functions[stmt.name] = FunctionInfo(stmt.name, self, stmt)
@@ -507,7 +527,7 @@ def _classify(value: ast.expr, module: ModuleInfo, params: Dict[str, ast.arg],
     if isinstance(value, ast.Constant):
         v = value.value
         if isinstance(v, bool):
-            return AttrInfo("bool")
+            return AttrInfo("bool", flag=v)
         if isinstance(v, int):
             return AttrInfo("int")
         if isinstance(v, float):
@@ -548,8 +568,12 @@ def _classify(value: ast.expr, module: ModuleInfo, params: Dict[str, ast.arg],
             if fname.endswith(("Parameter", "Buffer")):
                 return AttrInfo("tensor")
             return AttrInfo("module", fname)
-        if fname.startswith("torch."):
-            return AttrInfo("tensor")
+        if fname.startswith("torch."):  # what torch's signature says it returns
+            from shapelint.static.torch_api import load
+
+            found = load().function(fname)
+            returns = found.returns if found is not None else ""
+            return AttrInfo("tensor" if returns == "tensor" else "other")
         last = fname.split(".")[-1]
         if last[:1].isupper():
             return AttrInfo("module", fname)  # confirmed against the project's classes later
