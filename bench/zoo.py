@@ -1,47 +1,56 @@
 """The zoo benchmark: torch judges the static pass on real library code.
 
     python bench/zoo.py fetch                       # pinned libraries into bench/_downloads
-    python bench/zoo.py replay [--only NAME...] [-j N] [--modes auto,true]
-    python bench/zoo.py score [--verbose] [--rule SL101] [--select ALL]
+    python bench/zoo.py replay [--only NAME...] [-j 2] [--modes auto,true] [--force]
+                               [--harness-ref REF]  # slow; results cached per model and mode
+    python bench/zoo.py score [--verbose] [--rule SL101] [--skip-all] [--no-view]   # fast
     python bench/zoo.py targets                     # the zoo as [[targets]] tables
 
-**replay** (slow, run once) fetches transformers 5.23.0, diffusers 0.42.1 and timm 1.0.31 (and
-their runtime dependencies, never torch) into ``bench/_downloads``, then replays every model of
+**replay** fetches transformers 5.23.0, diffusers 0.42.1 and timm 1.0.31 (and their runtime
+dependencies, never torch) into ``bench/_downloads``, then replays every model of
 ``bench/zoo_models.py`` with shapelint's harness (``shapelint.harness.runner.run_target``: one
-subprocess per target, backend eager, CPU) at its batch sizes and sequence lengths, in both
-dynamic modes (``auto``, torch's default, and ``true``). Each target+mode is stored in
-``bench/_downloads/zoo/<name>.<mode>.json``: every event (kind, blamed file:line, reason, the
-shape that triggered it) and the lines the compiled region executed (the harness's
-``executed`` coverage). Up to date results are kept; ``--force`` replays them again.
+subprocess per target, backend eager, CPU, no_grad, seed 0) at its batch sizes and sequence
+lengths, in both dynamic modes (``auto``, torch's default, and ``true``). Each target+mode is
+stored in ``bench/_downloads/zoo/<name>.<mode>.json``: every event (kind, blamed file:line,
+reason, failed guard, the shape that triggered it) and the lines the compiled region executed
+(the harness's ``executed`` coverage). A stored result is reused while its entry's code and
+target settings are unchanged; ``--force`` replays anyway; ``--harness-ref HEAD`` replays with
+the committed harness instead of the working tree's. ``_replays.json`` logs each run's wall
+time, the workers' CPU seconds and the load average.
 
-**score** (fast) runs ``shapelint check --format json --no-cache`` over the library files the
-replays executed (and any file an event blames), once with the default rules and once with
+**score** runs ``shapelint check --format json --no-cache`` over the library files the replays
+executed (and any file an event blames), once with the default rules and once with
 ``--select ALL``, under a generated config whose ``dynamic-dims`` declares, per argument name,
-the dims the zoo varies; then scores the findings against the stored events:
+the dims the zoo varies (the union over the entries), and scores the findings:
 
-- *blamed lines*: the lines torch blamed an event on, by kind (recompile, specialization,
-  graph-break, compile-error). A blamed line counts (is *visible* to a static pass) when it is a
-  line of a checked library file. Not visible, and so not counted: recompiles with no line
-  (automatic dynamic's ``size mismatch`` promotion of an input, duck sizing, the harness's own
-  marking), guards with an empty user stack (added by the backend), the implicit ``2 <= s``
-  guard of torch's 0/1 specialization (its line is only the first use of the size), benign
-  specializations (of a dim that never varied), and anything blamed outside the three libraries
-  (torch's own files, ``bench/zoo_models.py``).
-- **recall** = blamed lines that a finding of any enabled rule covers (file, and the line within
-  the finding's line..end_line) / visible blamed lines. Per kind: the same over the lines blamed
-  for that kind. Per rule: the blamed lines of the kinds the rule predicts (its ``evidence``)
-  that a finding of that rule covers, over all blamed lines of those kinds (so a rule's recall is
-  its share, and per-rule recalls of rules that predict the same kind add up).
-- **precision** = findings on executed lines that torch blamed / findings on executed lines. A
-  finding is *executed* when a replay ran one of its lines; a finding on lines no replay
-  executed is neither true nor false (counted and printed). An executed finding is *true* when an
-  event of any kind is blamed on one of its lines (for SL302, a state-mutation finding sits on
-  the write while torch blames the read: a value-guard recompile in the same file whose reason
-  names the attribute also confirms it, as in ``shapelint run``). An executed finding torch never
-  blamed is *false*, unless ``EXCUSES`` (below) gives a written reason why this sweep cannot
-  show it: excused findings are left out of precision and printed per reason.
+- *Visible blamed lines*: lines of the three libraries torch blamed an event on (recompile,
+  specialization, graph-break, compile-error). Not counted: recompiles with no line (automatic
+  dynamic's ``size mismatch`` promotion of an input, duck sizing, the harness's own marking,
+  stride guards of resumed frames), guards with an empty user stack (added by the backend),
+  the implicit ``2 <= s`` guard of torch's 0/1 specialization (its line is only the first use
+  of the size), guards torch adds itself while running an op (``TORCH_GUARDS``: CPU convolution
+  backend and memory-format choices, blamed on the line that calls the convolution), benign
+  specializations (of a dim that never varied), and lines outside the libraries (torch,
+  ``bench/zoo_models.py``).
+- *Matching*: a finding and a blamed line match when they sit in the same statement (for
+  ``if``/``for``/``while``/``with``/``def``, its header): torch names a statement by the line of
+  the instruction that guarded, a rule the line of the sub-expression it judges.
+- **recall** = visible blamed lines a finding matches / visible blamed lines. A recompile whose
+  guards failed at several lines is one event: when a finding matches one of its lines, its
+  other lines count as matched too. Per kind: the same over that kind's lines. Per rule: the
+  lines of the kinds the rule predicts (its ``evidence``) that a finding *of that rule* matches,
+  over all lines of those kinds (a rule's share; shares of rules predicting one kind add up).
+- **precision** = true / (true + false) over findings on executed lines (a line of the
+  finding's statement ran in a replay). *True*: a visible blamed line matches it (for SL302,
+  which sits on the write of module state while torch blames the read: also a value guard in
+  the same file naming the attribute, as ``shapelint run`` confirms it). *False*: torch never
+  blamed it, unless ``EXCUSES`` gives a written reason why this sweep cannot show it (excused
+  findings are left out and printed per reason). Findings on lines no replay executed are
+  neither (counted as ``not-run``).
 
-The last line is ``TOTAL recall=R precision=P`` for the default rules.
+``--verbose`` lists each false finding (file:line, rule, source) and each missed blamed line
+(file:line, kind, reason, failed guard, shape, targets, source). The last line is
+``TOTAL recall=R precision=P`` for the default rules.
 """
 
 from __future__ import annotations
