@@ -386,7 +386,7 @@ def electra():
 
 
 @entry("longformer", "transformers", "long-context encoder (window 4, pads to it)", causal_lm,
-       TEXT_DIMS)
+       TEXT_DIMS, seqs=[5, 6, 9, 16, 33])  # 6 pads by 2, 5/9/33 by 3: padding_len differs
 def longformer():
     from transformers import LongformerConfig, LongformerModel
 

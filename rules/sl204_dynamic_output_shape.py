@@ -1,7 +1,4 @@
-from shapelint.api import Call, Rule, Subscript
-
-DYNAMIC_OPS = {"nonzero", "masked_select", "unique", "unique_consecutive", "argwhere",
-               "nonzero_static"}
+from shapelint.api import Call, Rule, Subscript, dynamic_output_op
 
 
 class DynamicOutputShape(Rule):
@@ -60,23 +57,7 @@ def inputs(batch):  # repeats along dim 0 and dim 1: a square x
 ''']
 
     def on_call(self, site: Call) -> None:
-        callee = site.callee or ""
-        recv = site.receiver
-        name = None
-        if site.method in DYNAMIC_OPS and recv is not None and recv.is_tensor:
-            name = site.method
-        elif callee.startswith("torch.") and callee.split(".")[-1] in DYNAMIC_OPS \
-                and callee.count(".") == 1:
-            name = callee
-        elif callee == "torch.where" and len(site.args) + len(site.kwargs) == 1:
-            name = "torch.where(cond)"
-        elif (site.method == "repeat_interleave" and recv is not None and recv.is_tensor) or \
-                callee == "torch.repeat_interleave":
-            repeats = site.arg("repeats", 0 if site.method else 1)
-            if repeats is not None and repeats.is_tensor and site.arg("output_size") is None:
-                name = "repeat_interleave without output_size"
-        if name == "nonzero_static":
-            return
+        name = dynamic_output_op(site)
         if name:
             self.report(site, f"`{site.short_code()}` ({name}) has an output shape that depends on "
                               f"tensor values; Dynamo breaks the graph or makes unbacked sizes")

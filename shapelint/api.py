@@ -430,16 +430,34 @@ def breaks_graph(hook: str, site: Site) -> bool:
     if isinstance(site, Call):
         if graph_break_reason(site) or tensor_as_size(site):
             return True
-        recv = site.receiver
-        name = site.method if recv is not None and recv.is_tensor else \
-            (site.callee or "").rsplit(".", 1)[-1] if (site.callee or "").startswith("torch.") else ""
-        return name in dynamo.DATA_DEPENDENT_OPS
+        return dynamic_output_op(site) is not None
     if isinstance(site, Condition):
         v = site.value
         return v.is_tensor and v.kinds <= {Kind.TENSOR, Kind.NONE}
     if isinstance(site, Subscript):  # x[mask]: its length depends on the data
         return site.container.is_tensor and site.value.is_mask
     return False
+
+
+def dynamic_output_op(site: Call) -> Optional[str]:
+    """The op, when this call's output shape depends on tensor values (``nonzero``,
+    ``masked_select``, one-argument ``torch.where``, ``repeat_interleave`` with tensor repeats
+    and no ``output_size``...): Dynamo breaks the graph there by default."""
+    callee = site.callee or ""
+    recv = site.receiver
+    on_tensor = recv is not None and recv.is_tensor
+    if site.method in dynamo.DATA_DEPENDENT_OPS and on_tensor:
+        return site.method
+    if callee.count(".") == 1 and callee.startswith("torch.") and \
+            callee.split(".")[-1] in dynamo.DATA_DEPENDENT_OPS:
+        return callee
+    if callee == "torch.where" and len(site.args) + len(site.kwargs) == 1:
+        return "torch.where(cond)"
+    if (site.method == "repeat_interleave" and on_tensor) or callee == "torch.repeat_interleave":
+        repeats = site.arg("repeats", 0 if site.method else 1)
+        if repeats is not None and repeats.is_tensor and site.arg("output_size") is None:
+            return "repeat_interleave without output_size"
+    return None
 
 
 def graph_break_reason(site: Call) -> Optional[str]:

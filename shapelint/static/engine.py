@@ -59,6 +59,9 @@ class Engine(api.ReportSink):
         #: walk reported it; of the candidates that stand, the earliest region's is kept, so a
         #: helper's finding quotes the same caller however the regions were shared out
         self._findings: Dict[Tuple, List[Candidate]] = {}
+        #: [key, reporting function, its candidates before, kept] per report of the walk under
+        #: way (see ``retract``)
+        self._journal: List[list] = []
         self._entry_order: Dict[str, int] = {}
         self._suppressions: Dict[str, Suppressions] = {}
         self.project = Project()
@@ -75,13 +78,41 @@ class Engine(api.ReportSink):
         line, col, end_line, end_col = fn.position(node, near)
         key = (rule.code, fn.path, line, col)
         order = self._entry_order.get(fn.root, len(self._entry_order))
-        if _outranked(self._findings.get(key, ()), unless_nested, order):
+        have = self._findings.get(key, [])
+        if _outranked(have, unless_nested, order):
             return
+        self._journal.append([key, fn.symbol, list(have), False])
         _keep(self._findings.setdefault(key, []), (Finding(
             rule=rule.code, name=rule.name, location=Location(fn.path, line, col, end_line, end_col),
             message=message, severity=rule.severity, symbol=fn.symbol, evidence=tuple(rule.evidence),
             hint=hint, registry_ids=tuple(rule.registry_ids),
             source_line=fn.module.line_text(line).strip()), unless_nested, order))
+
+    def mark(self) -> int:
+        """Where the journal of reports stands (see ``retract``)."""
+        return len(self._journal)
+
+    def retract(self, mark: int, path: str, symbol: str) -> None:
+        """Undo what ``symbol`` in ``path`` reported since ``mark``: Dynamo skipped that
+        frame (a graph break in a loop) and ran all of it eagerly, so none of its own sites
+        were traced. What its callees reported stays: each runs as a frame of its own."""
+        for key, sym, before, kept in reversed(self._journal[mark:]):
+            if key[1] == path and sym == symbol and not kept:
+                if before:
+                    self._findings[key] = before
+                else:
+                    self._findings.pop(key, None)
+
+    def keep(self, mark: int) -> None:
+        """What was reported since ``mark`` stands even if its frame is skipped: the site
+        broke the graph, and torch names the break ("Failed to handle graph break
+        gracefully") whether or not it resumes."""
+        for entry in self._journal[mark:]:
+            entry[3] = True
+
+    def forget_journal(self) -> None:
+        """No walk is under way: what was reported stands."""
+        self._journal.clear()
 
     def is_called_by_region(self, qualname: str) -> bool:
         """Whether another analysed function calls ``qualname`` (so it is not a root entry)."""
@@ -191,7 +222,7 @@ class Engine(api.ReportSink):
                 self.project.add(mod)
         self._texts = by_abs
         self.regions = Regions(self.project, self.settings)
-        self.analyzer = Analyzer(self.project, self._dispatch, self.regions)
+        self.analyzer = Analyzer(self.project, self._dispatch, self.regions, journal=self)
         function_errors = self._walk_all(self.min_parallel_lines)
         parse_errors.extend(FileError(path, line, 1, msg) for path, line, msg in function_errors)
         parsed = set(self.project.by_path) | self._parsed_elsewhere

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
 import libcst as cst
 import networkx as nx
@@ -100,6 +100,18 @@ class FunctionContext:
 Dispatch = Callable[[str, api.Site], None]
 
 
+class Journal(Protocol):
+    """The reports of the walk under way (the engine keeps them)."""
+
+    def mark(self) -> int: ...
+
+    def retract(self, mark: int, path: str, symbol: str) -> None: ...
+
+    def keep(self, mark: int) -> None: ...
+
+    def forget_journal(self) -> None: ...
+
+
 class Signature:
     """A function's parameters as the walk binds them: names in order, keyword-only names,
     and what the annotation or default says of each (the default's literal value too). Read
@@ -135,9 +147,12 @@ def signature(fn: FunctionInfo) -> Signature:
 class Analyzer:
     """Walks compiled regions of a Project and dispatches sites to rules."""
 
-    def __init__(self, project: Project, dispatch: Dispatch, regions: Regions) -> None:
+    def __init__(self, project: Project, dispatch: Dispatch, regions: Regions,
+                 journal: Optional["Journal"] = None) -> None:
         self.project = project
         self.dispatch = dispatch
+        #: the reports of the walk under way, so that a frame Dynamo skips can take its back
+        self.journal = journal
         self.regions = regions
         self.graph: nx.DiGraph = nx.DiGraph()
         #: (function, kinds of its arguments) -> (result, the arguments it was walked with)
@@ -164,6 +179,9 @@ class Analyzer:
                 f"the walk from `{fn.symbol}` stopped after {limit:g} s "
                 f"(`max-walk-seconds`); findings from it are incomplete")))
             self._stack.clear()
+        finally:
+            if self.journal is not None:
+                self.journal.forget_journal()
 
     # -- calls ----------------------------------------------------------------------------------
     def _analyze(self, fn: FunctionInfo, args: Dict[str, Value], root: str,
@@ -291,6 +309,10 @@ class Walker:
         self.loops = 0
         #: the graph broke inside a loop: the rest of this frame runs eagerly
         self.eager = False
+        #: where (in the journal of reports) the frame under way began, and where the frame
+        #: Dynamo skipped began (its sites' findings are taken back; None: none skipped)
+        self.frame_mark = 0
+        self.skipped_from: Optional[int] = None
         #: where the graph first broke in this function (None: it did not)
         self.broke_at: Optional[cst.CSTNode] = None
         self.last_break: Optional[cst.CSTNode] = None
@@ -307,9 +329,13 @@ class Walker:
             return
         site.near = self.ctx.stmt
         site.flag_guarded = self.flag_guards > 0
+        journal = self.a.journal
+        mark = journal.mark() if journal is not None else 0
         self.a.dispatch(hook, site)
         if hook in ("on_call", "on_condition", "on_subscript") and self.flag_guards == 0 and \
                 api.breaks_graph(hook, site):  # (a break under a setting's test may not run)
+            if journal is not None:
+                journal.keep(mark)
             self.graph_break(site.node)
 
     def graph_break(self, node: cst.CSTNode) -> None:
@@ -319,11 +345,19 @@ class Walker:
         if first:
             self.broke_at = node
         self.last_break = node
+        journal = self.a.journal
         if self.loops and not self.eager:
             # a graph break inside a loop: Dynamo skips the frame and runs it eagerly, so
-            # nothing after it in this function (or what it calls) is traced
+            # nothing after it in this function (or what it calls) is traced. Nor is what came
+            # before it in the same frame: the frame is this function when it is the entry, or
+            # the resume frame after its last break. (A callee with no break before the loop
+            # was first traced inline by its caller, whose guards from that attempt stay.)
             self.eager = True
             self.a.eager += 1
+            if self.ctx.root == self.ctx.qualname or not first:
+                self.skipped_from = self.frame_mark
+        elif journal is not None:
+            self.frame_mark = journal.mark()  # what follows runs in a resume frame
         if not first:
             return  # the first resumed frame is where the values arrive as new inputs
         for name, v in self.env.items():
@@ -345,12 +379,16 @@ class Walker:
 
     def run(self) -> Value:
         node = self.ctx.info.node
+        journal = self.a.journal
+        self.frame_mark = journal.mark() if journal is not None else 0
         try:
             if node is not None:
                 self.block(node.body.body)  # IndentedBlock or one-line suite alike
         finally:
             if self.eager:
                 self.a.eager -= 1
+                if journal is not None and self.skipped_from is not None:
+                    journal.retract(self.skipped_from, self.mod.path, self.ctx.symbol)
         return self.returns
 
     # -- statements -------------------------------------------------------------------------------
