@@ -21,12 +21,13 @@ class SizeAcrossBreak(Rule):
     ```python
     n = x.shape[0]
     peak = x.abs().max().item()  # graph break
-    return x[: n - 1] * peak
+    return x * peak + torch.ones(n, 1)
     ```
 
     ## Use instead
-    Read the size again after the break (`x.shape[0]`) so that it stays symbolic, or remove the
-    break.
+    Remove the graph break (keep the value a tensor: `peak = x.abs().max()`), so that the size
+    stays symbolic in one graph. Reading the size again after the break does not help: the
+    resumed frame guards the tensor's size instead.
     """
 
     code = "SL104"
@@ -35,13 +36,14 @@ class SizeAcrossBreak(Rule):
     evidence = ("recompile",)
     measured_precision = 0.5  # 2 of 4 (bench/zoo.py score); 2 of 5 on tests/cases/real
     preview = True
-    hint = "read the size again after the graph break, or remove the break"
+    hint = "remove the graph break (keep the value a tensor), so that the size stays symbolic"
     VALID = ['''
 import torch
 class M(torch.nn.Module):
     def forward(self, x):
-        peak = x.abs().max().item()
-        return x[: x.shape[0] - 1] * peak
+        n = x.shape[0]
+        peak = x.abs().max()
+        return x * peak + torch.ones(n, 1)
 ''']
     INVALID = ['''
 import torch
@@ -49,7 +51,7 @@ class M(torch.nn.Module):
     def forward(self, x):
         n = x.shape[0]
         peak = x.abs().max().item()
-        return x[: n - 1] * peak  # error: SL104
+        return x * peak + torch.ones(n, 1)  # error: SL104
 ''']
 
     def on_name_use(self, site: NameUse) -> None:

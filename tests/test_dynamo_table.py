@@ -24,28 +24,20 @@ first, then change the row's effect to what torch did: the static pass follows t
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Dict, List
+from typing import Any, Dict
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
+from replay_support import describe, replay_files, replay_selected  # noqa: E402
 from shapelint.harness.join import events_of  # noqa: E402
-from shapelint.harness.runner import run_target  # noqa: E402
-from shapelint.harness.target import TargetSpec  # noqa: E402
 from shapelint.static.dynamo import ROWS, Effect, Row  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-BATCHES = [1, 2, 3, 4, 8, 17]
 AFTER_DYNAMIC = [3, 4, 8, 17]  # the sizes after the one that made dim 0 dynamic
 BASELINE_COMPILES = 2
-JOBS = max(1, min(2, os.cpu_count() or 1))
-
-
-def _slug(op: str) -> str:
-    return "".join(c if c.isalnum() else "_" for c in op).strip("_") or "row"
 
 
 def _marked_line(row: Row) -> int:
@@ -55,38 +47,14 @@ def _marked_line(row: Row) -> int:
 
 
 def _replay(row: Row, folder: str) -> Dict[str, Any]:
-    os.makedirs(folder, exist_ok=True)
-    with open(os.path.join(folder, "prog.py"), "w", encoding="utf-8") as fh:
-        fh.write(row.program)
-    return run_target(TargetSpec(name=row.op, model="prog.py:build", inputs="prog.py:inputs",
-                                 batch_sizes=list(BATCHES), dynamic="auto", backend="eager",
-                                 device="cpu", timeout=300, base_dir=folder))
+    return replay_files(row.op, folder, {"prog.py": row.program}, "prog.py:build", "prog.py:inputs")
 
 
 @pytest.fixture(scope="module")
 def replays(request, tmp_path_factory):
-    """Every selected row replayed, JOBS at a time (each in its own subprocess)."""
-    root = tmp_path_factory.mktemp("dynamo-table")
-    wanted: List[Row] = []
-    for item in request.session.items:
-        spec = getattr(item, "callspec", None)
-        if item.module is request.module and spec is not None and "row" in spec.params:
-            wanted.append(spec.params["row"])
-    pool = ThreadPoolExecutor(max_workers=JOBS)
-    futures = {row.op: pool.submit(_replay, row, str(root / _slug(row.op)))
-               for row in dict.fromkeys(wanted)}
-    yield futures
-    pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _describe(result: Dict[str, Any]) -> str:
-    lines = [f"  compiles per batch: {[(r['batch'], r['new_compiles']) for r in result['per_shape']]}"]
-    for ev in events_of(result):
-        lines.append(f"  {ev['kind']} at batch={(ev.get('shape') or {}).get('batch')} "
-                     f"line {ev['line']}: {ev.get('reason')}")
-    errors = {r["error"] for r in result["per_shape"] if r.get("error")}
-    lines += [f"  call raised: {e}" for e in sorted(errors)]
-    return "\n".join(lines)
+    """Every selected row replayed, two at a time (each in its own subprocess)."""
+    yield from replay_selected(request, str(tmp_path_factory.mktemp("dynamo-table")), "row",
+                               lambda row: row.op, _replay)
 
 
 def test_rows_are_unique_and_marked() -> None:
@@ -106,7 +74,7 @@ def test_torch_agrees_with_the_row(row: Row, replays) -> None:
     kinds = {ev["kind"] for ev in at_line}
     new = {r["batch"]: r["new_compiles"] for r in result["per_shape"]}
     what = (f"{row.op}: the table says {row.effect.name}; torch "
-            f"{result.get('torch_version')} did, at line {line}:\n{_describe(result)}")
+            f"{result.get('torch_version')} did, at line {line}:\n{describe(result)}")
     assert not any(r.get("error") for r in result["per_shape"]), f"the program raised\n{what}"
     if row.effect in (Effect.SYMBOLIC, Effect.NONE):
         assert not at_line, f"an event at the marked line\n{what}"

@@ -4,7 +4,6 @@ shapelint gets a clear error, loses nothing and leaves nothing behind.
 One table, one row per fault: what goes wrong, the command, and what the user must get (exit
 code, a message naming the file, the other files' findings still reported, nothing left
 behind). The README's "Reliability" section is this table in prose (a test keeps them in step).
-Rows the static engine does not pass yet are ``xfail(strict=True)``: whoever fixes one flips it.
 """
 
 from __future__ import annotations
@@ -239,7 +238,7 @@ def keyword_arguments(tmp_path):
     assert res.returncode == 1 and OK_FINDING in res.stdout and "rep.py:4:" in res.stdout, res.stdout
 
 
-# -- the engine's rows: the lead's, xfail until the engine passes them -------------------------
+# -- the engine's rows (deep nesting, huge functions, walk time, form feeds, raising rules) ---
 
 def _limited(seconds: int, megabytes: int):
     def limit():

@@ -23,23 +23,19 @@ contradicted claim there is a bug in the rule (or the harness), not in this test
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Dict, List
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
+from replay_support import describe, replay_files, replay_selected  # noqa: E402
 from shapelint.harness.join import events_of  # noqa: E402
-from shapelint.harness.runner import run_target  # noqa: E402
-from shapelint.harness.target import TargetSpec  # noqa: E402
 from shapelint.registry import all_rules  # noqa: E402
 from shapelint.testing import RuleExample, rule_examples  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-BATCHES = [1, 2, 3, 4, 8, 17]
-JOBS = max(1, min(2, os.cpu_count() or 1))
 
 #: examples torch cannot confirm, each with what the replay measured (torch 2.13, CPU, eager)
 EXCEPTIONS: Dict[str, Any] = {
@@ -115,41 +111,16 @@ def _examples() -> List[Any]:
 
 
 def _replay(example: RuleExample, folder: str) -> Dict[str, Any]:
-    os.makedirs(folder, exist_ok=True)
-    with open(os.path.join(folder, "example.py"), "w", encoding="utf-8") as fh:
-        fh.write(example.source.lstrip("\n"))
-    with open(os.path.join(folder, "driver.py"), "w", encoding="utf-8") as fh:
-        fh.write(DRIVER)
-    return run_target(TargetSpec(name=example.id, model="driver.py:build",
-                                 inputs="driver.py:inputs", batch_sizes=list(BATCHES),
-                                 dynamic="auto", backend="eager", device="cpu", timeout=300,
-                                 base_dir=folder))
+    return replay_files(example.id, folder, {"example.py": example.source.lstrip("\n"),
+                                             "driver.py": DRIVER},
+                        "driver.py:build", "driver.py:inputs")
 
 
 @pytest.fixture(scope="module")
 def replays(request, tmp_path_factory):
-    """Every selected example replayed, JOBS at a time (each in its own subprocess)."""
-    root = tmp_path_factory.mktemp("rule-examples")
-    wanted = []
-    for item in request.session.items:
-        spec = getattr(item, "callspec", None)
-        if item.module is request.module and spec is not None and "example" in spec.params \
-                and not item.get_closest_marker("skip"):
-            wanted.append(spec.params["example"])
-    pool = ThreadPoolExecutor(max_workers=JOBS)
-    futures = {ex.id: pool.submit(_replay, ex, str(root / ex.id)) for ex in wanted}
-    yield futures
-    pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _describe(result: Dict[str, Any]) -> str:
-    lines = [f"  compiles per batch: {[(r['batch'], r['new_compiles']) for r in result['per_shape']]}"]
-    for ev in events_of(result):
-        lines.append(f"  {ev['kind']} at batch={(ev.get('shape') or {}).get('batch')} "
-                     f"{os.path.basename(ev['abspath'])}:{ev['line']}: {ev.get('reason')}")
-    errors = {r["error"] for r in result["per_shape"] if r.get("error")}
-    lines += [f"  call raised: {e}" for e in sorted(errors)]
-    return "\n".join(lines)
+    """Every selected example replayed, two at a time (each in its own subprocess)."""
+    yield from replay_selected(request, str(tmp_path_factory.mktemp("rule-examples")), "example",
+                               lambda ex: ex.id, _replay)
 
 
 @pytest.mark.parametrize("example", _examples())
@@ -157,7 +128,7 @@ def test_torch_confirms_the_example(example: RuleExample, replays) -> None:
     result = replays[example.id].result()
     assert not result.get("error"), f"{example.id} could not be replayed: {result['error']}"
     rule = example.rule
-    what = f"{example.id} under torch {result.get('torch_version')}:\n{_describe(result)}"
+    what = f"{example.id} under torch {result.get('torch_version')}:\n{describe(result)}"
     if "compile-error" not in rule.evidence:
         assert not any(r.get("error") for r in result["per_shape"]), \
             f"the example raises when called; make it runnable\n{what}"
