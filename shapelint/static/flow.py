@@ -191,7 +191,7 @@ class Analyzer:
         The memo ignores where the arguments came from and which entry got here: a helper
         that twenty forwards call with a tensor is walked once, not twenty times (findings
         are per source line anyway). A reused result is rebased onto the caller's origins."""
-        key = (id(fn), flag_guarded, self.eager > 0,
+        key = (id(fn), flag_guarded, self.eager > 0, root == fn.qualname,  # (see graph_break)
                tuple(sorted((k, _shape_of(v)) for k, v in args.items())))
         hit = self._memo.get(key)
         if hit is not None:
