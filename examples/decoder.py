@@ -41,7 +41,7 @@ class DecoderBlock(nn.Module):
         attn = scores.masked_fill(~allowed, float("-inf")).softmax(-1)
         self.last_peak = attn.amax().item()  # hazard: reads a value into Python (SL202)
 
-        y = (attn @ v).transpose(1, 2).reshape(b, t, c)
+        y = (attn @ v).transpose(1, 2).reshape(b, t, c)  # hazard: b, t crossed the break (SL104)
         x = x + self.out(y)
         return x + self.mlp(self.norm2(x))
 
