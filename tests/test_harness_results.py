@@ -152,3 +152,34 @@ def test_example_workflow_merges_a_matrix_of_shards():
     for fmt in ("github", "sarif", "markdown"):
         assert f"shapelint report shard-*.json --format {fmt}" in text
     assert text.count("upload-sarif") == 1 and "GITHUB_STEP_SUMMARY" in text
+
+
+def test_a_buffer_guard_is_blamed_on_the_register_buffer_that_ran(tmp_path, monkeypatch):
+    """torch names a buffer by its dict (`_buffers['weights']`) and the write is a call
+    (`register_buffer`), as in M2M100's position table (tests/cases/real/r34)."""
+    import importlib
+
+    from shapelint.harness.worker import attribute_writes
+
+    (tmp_path / "tables.py").write_text(
+        "class Table:\n"
+        "    def forward(self, n):\n"
+        "        if n > 4:\n"
+        "            self.grow(n)\n"
+        "\n"
+        "    def grow(self, n):\n"
+        "        self.register_buffer('weights', n)\n"
+        "        setattr(self, 'scale', n)\n"
+        "\n"
+        "    def register_buffer(self, name, value):\n"
+        "        pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    Table = importlib.import_module("tables").Table
+    path = os.path.abspath(str(tmp_path / "tables.py"))
+
+    class Ran:
+        def executed(self):
+            return {path: [3, 4, 7, 8]}
+
+    assert attribute_writes(Table(), {}, Ran(), "L['self']._buffers['weights']") == [(path, 7)]
+    assert attribute_writes(Table(), {}, Ran(), "L['self'].scale") == [(path, 8)]

@@ -463,6 +463,8 @@ def attribute_writes(model: Any, current: Dict[str, Any], coverage: Any, name: s
         expr = "self" + expr[len("L['self']"):]
     expr = _re.sub(r"\._modules\['([^']+)'\]", lambda m: f"[{m.group(1)}]" if m.group(1).isdigit()
                    else f".{m.group(1)}", expr)
+    # a buffer or parameter torch names by its dict: `..._buffers['weights']` is `.weights`
+    expr = _re.sub(r"\._(?:buffers|parameters)\['([^']+)'\]", r".\1", expr)
     owner_expr, _, attr = expr.rpartition(".")
     if not owner_expr or not attr.isidentifier():
         return []
@@ -503,10 +505,31 @@ def attribute_writes(model: Any, current: Dict[str, Any], coverage: Any, name: s
                         if isinstance(sub, ast.Attribute) and sub.attr == attr and \
                                 isinstance(sub.value, ast.Name) and sub.value.id == "self":
                             found.append((os.path.abspath(path), node.lineno + start - 1, fn.name))
+                if _registers(node, attr):
+                    found.append((os.path.abspath(path), node.lineno + start - 1, fn.name))
     ran = [(p, ln) for p, ln, _ in found if ln in set(executed.get(p, ()))]
     if ran:
         return sorted(set(ran))
     return sorted({(p, ln) for p, ln, fn in found if fn == "forward"})
+
+
+def _registers(node: Any, attr: str) -> bool:
+    """``self.register_buffer("attr", ...)``, ``self.register_parameter("attr", ...)`` or
+    ``setattr(self, "attr", ...)``: a write of ``attr`` by call."""
+    import ast
+
+    if not isinstance(node, ast.Call):
+        return False
+    func, args = node.func, node.args
+    if isinstance(func, ast.Attribute) and func.attr in ("register_buffer", "register_parameter") \
+            and isinstance(func.value, ast.Name) and func.value.id == "self":
+        name = args[0] if args else None
+    elif isinstance(func, ast.Name) and func.id == "setattr" and len(args) >= 2 and \
+            isinstance(args[0], ast.Name) and args[0].id == "self":
+        name = args[1]
+    else:
+        return False
+    return isinstance(name, ast.Constant) and name.value == attr
 
 
 # ---------------------------------------------------------------------------------------------
