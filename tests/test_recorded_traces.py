@@ -230,3 +230,24 @@ def test_every_event_names_a_line_or_says_why():
         rec, _, _ = replay(name)
         for e in rec.events:
             assert e.line or e.note, (name, e)
+
+
+def test_a_suppressed_guard_is_not_a_guard(tmp_path):
+    """torch logs `guard_added_fast` also for a guard it evaluates under `suppress_guards` and
+    never installs (`eval [guard suppressed]`, from fake-tensor code): r24's reshape logged
+    `Eq((s72//4), 1)` so at line 61 while the installed guard came from line 64. The event has
+    no prefix; the line of ShapeEnv that logged it says which it was."""
+    shape_env = tmp_path / "symbolic_shapes.py"
+    shape_env.write_text("def _evaluate_expr(self, g):\n"
+                         "    self._log_guard(\"eval\", g, forcing_spec=False)\n"
+                         "    self._log_guard(\"eval [guard suppressed]\", g, forcing_spec=False)\n")
+    strings = Strings()
+    strings.strings[7] = str(shape_env)
+    rec = Recorder(strings, lambda src: 1, mode="true", tdir="/nonexistent-torch")
+
+    def md(line):
+        return {"expr": "Eq((s72//4), 1)", "user_stack": [],
+                "stack": [{"filename": 7, "line": line, "name": "_evaluate_expr"}]}
+
+    assert rec.suppressed(md(3)) and not rec.suppressed(md(2))
+    assert not rec.suppressed({"expr": "Eq(s0, 2)", "stack": []})

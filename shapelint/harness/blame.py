@@ -173,6 +173,21 @@ class Recorder:
                 return os.path.abspath(path), int(fr.get("line") or 0), str(fr.get("name", ""))
         return None
 
+    def suppressed(self, md: Dict[str, Any]) -> bool:
+        """A guard torch logged but did not install (``eval [guard suppressed]``: fake-tensor
+        code evaluating under ``suppress_guards``). ``guard_added_fast`` carries no prefix,
+        so read the line of torch's ShapeEnv that logged it from its framework stack."""
+        import linecache
+
+        for fr in md.get("stack") or []:
+            if not isinstance(fr, dict):
+                continue
+            path = self.c.filename(fr.get("filename")) or ""
+            if path.endswith("symbolic_shapes.py") and \
+                    "guard suppressed" in linecache.getline(path, int(fr.get("line") or 0)):
+                return True
+        return False
+
     def framework_guard(self, md: Dict[str, Any]) -> bool:
         """A guard torch added in its own module or kernel code, the user line only calling
         into it: the innermost frame of the user stack is under torch/nn/modules (``self.conv(x)``
@@ -247,7 +262,8 @@ class Recorder:
         elif kind == "compilation_metrics":
             self._metrics(md, ev.get("frame_id"), ev.get("frame_compile_id"))
         elif kind == "guard_added_fast":
-            self.guards.setdefault(key, []).append(md)
+            if not self.suppressed(md):
+                self.guards.setdefault(key, []).append(md)
         elif kind == "create_symbol":
             self.symbols.setdefault(key, {})[str(md.get("symbol"))] = str(md.get("source"))
         elif kind == "symbolic_shape_specialization":
