@@ -13,7 +13,8 @@ class TensorAsSize(Rule):
     read back into Python, which breaks the graph (as `.item()` does) and, once read, pins the
     value: the shapes after it are data-dependent. Sizes computed with tensor ops
     (`torch.div`, `t.max()`, `torch.tensor(n)`) instead of Python arithmetic are the usual
-    cause.
+    cause. A 0-d tensor that *enters* the traced frame (an argument of the compiled entry, or
+    a local carried across a graph break) is read without a break, so it is not reported.
 
     ## Example
     ```python
@@ -42,6 +43,13 @@ class M(torch.nn.Module):
         pad = x.new_zeros(x.size(0), half)
         scale = torch.tensor(2.0)
         return torch.cat([x, pad], dim=1) * scale, torch.clamp(x, max=scale)
+''', '''
+import torch
+class M(torch.nn.Module):
+    def forward(self, x, n):  # a 0-d tensor *input* as a size: Dynamo reads it, no break
+        return torch.nn.functional.pad(x, (0, n)).sum()
+def inputs(batch):
+    return torch.randn(batch, 8), torch.tensor(2)
 ''']
     INVALID = ['''
 import torch

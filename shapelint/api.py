@@ -17,8 +17,8 @@ from __future__ import annotations
 import dataclasses
 import textwrap
 from dataclasses import dataclass
-from typing import (TYPE_CHECKING, Any, ClassVar, Dict, Optional, Protocol, Sequence, Tuple,
-                    runtime_checkable)
+from typing import (TYPE_CHECKING, Any, ClassVar, Dict, FrozenSet, Optional, Protocol, Sequence,
+                    Tuple, runtime_checkable)
 
 from shapelint.static import dynamo
 from shapelint.static.dynamo import Effect, size_function
@@ -153,6 +153,17 @@ class Call(Site):
     #: for a torch call: parameter name -> the kinds torch's signature accepts there
     #: (``("int",)``, ``("size",)``, ``("tensor", "number")``...)
     param_kinds: Dict[str, Tuple[str, ...]] = dataclasses.field(default_factory=dict, repr=False)
+    #: ids of the argument values that are inputs of the frame being traced: the compiled
+    #: entry's arguments, and locals that crossed a graph break into the resumed frame (see
+    #: :meth:`is_graph_input`)
+    graph_inputs: FrozenSet[int] = dataclasses.field(default_factory=frozenset, repr=False)
+
+    def is_graph_input(self, value: Value) -> bool:
+        """Whether ``value`` (an argument, or an item of one) enters the traced frame as an
+        input rather than being computed in its graph. Dynamo reads a 0-d tensor *input* where
+        a size is wanted without breaking the graph, while a tensor computed in the graph breaks
+        it (measured on torch 2.13: ``F.pad(h, (0, t))`` with ``t`` an input vs ``t * 1``)."""
+        return id(value) in self.graph_inputs
 
     def arg(self, name: str, index: Optional[int] = None) -> Optional[Value]:
         """The value passed for parameter ``name`` (at ``index`` among the positional
@@ -418,8 +429,8 @@ def tensor_as_size(site: Call) -> Optional[str]:
         if not set(kinds) & {"int", "size", "number"}:
             continue
         for item in (value.elems if value.elems is not None else (value,)):
-            if item.is_tensor and item.kinds <= {Kind.TENSOR} and \
-                    not (item.dim is not None and item.dim.state is Dim.CONST):
+            if item.is_tensor and item.kinds <= {Kind.TENSOR} and not site.is_graph_input(item) \
+                    and not (item.dim is not None and item.dim.state is Dim.CONST):
                 return name  # (a tensor of fixed numbers is folded to a constant)
     return None
 

@@ -165,11 +165,16 @@ class Analyzer:
         #: walks under way in a frame Dynamo skipped (a graph break in a loop): sites there
         #: are not traced, so not handed to the rules
         self.eager = 0
+        #: the values that are inputs of a traced frame (the entry's arguments, locals that
+        #: crossed a graph break), by id; kept alive here so that no id is reused
+        self.graph_inputs: Dict[int, Value] = {}
 
     # -- entry points -------------------------------------------------------------------------
     def analyze_entry(self, fn: FunctionInfo) -> None:
         self.graph.add_node(fn.qualname, entry=True, path=fn.module.path)
         args = self.regions.entry_args(fn, FunctionContext(fn, fn.qualname))
+        self.graph_inputs = {}
+        self.add_graph_inputs(args.values())
         limit = self.project.limits.max_walk_seconds
         self.deadline = time.monotonic() + limit
         try:
@@ -182,6 +187,11 @@ class Analyzer:
         finally:
             if self.journal is not None:
                 self.journal.forget_journal()
+
+    def add_graph_inputs(self, values) -> None:
+        for v in values:
+            for item in (v, *(v.elems or ())):
+                self.graph_inputs[id(item)] = item
 
     # -- calls ----------------------------------------------------------------------------------
     def _analyze(self, fn: FunctionInfo, args: Dict[str, Value], root: str,
@@ -358,6 +368,7 @@ class Walker:
                 self.skipped_from = self.frame_mark
         elif journal is not None:
             self.frame_mark = journal.mark()  # what follows runs in a resume frame
+        self.a.add_graph_inputs(self.env.values())  # its inputs: the live locals
         if not first:
             return  # the first resumed frame is where the values arrive as new inputs
         for name, v in self.env.items():
@@ -1203,9 +1214,15 @@ class Walker:
                         decorators=decorators, constructs=callee.kind == "construct",
                         target_returns_value=target.returns_value if target else True,
                         has_fake=has_fake, module_class=callee.module_class, bound=bound,
-                        bound_nodes=bound_nodes, param_kinds=param_kinds)
+                        bound_nodes=bound_nodes, param_kinds=param_kinds,
+                        graph_inputs=self._graph_inputs_among(bound.values()))
         self.emit("on_call", site)
         return self._result(node, callee, pos, kw, bound)
+
+    def _graph_inputs_among(self, values) -> frozenset:
+        known = self.a.graph_inputs
+        return frozenset(id(item) for v in values for item in (v, *(v.elems or ()))
+                         if id(item) in known)
 
     def _call_modules(self, node: cst.Call, callee: callees.Callee) -> Value:
         """A Sequential called (its modules in order, each on what the last returned), or an
