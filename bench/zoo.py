@@ -363,10 +363,11 @@ def replay(only: List[str], jobs: int, modes: List[str], force: bool,
 # -- score ----------------------------------------------------------------------------------------
 #: Why the sweep cannot show a finding. A finding on an executed line that torch never blamed is
 #: false unless an entry here matches it: every key given must match, ``rule`` (a code),
-#: ``at`` (``lib/path.py:line`` relative to bench/_downloads/zoo-libs, any line of the finding)
+#: ``at`` (``lib/path.py:line`` relative to bench/_downloads/zoo-libs, or a list of them; any line
+#: of the finding)
 #: and ``source`` (a regex searched in the finding's source line). Matched findings are left
 #: out of precision and printed per reason. Each reason says what the zoo does not vary.
-EXCUSES: List[Dict[str, str]] = [
+EXCUSES: List[Dict[str, Any]] = [
     {"rule": "SL106",
      "reason": "CPU convolution's batch < 16 guard: the zoo sweeps batches up to 8 (a batch of 16 "
                "would add a compile per convnet and mode), so the threshold is never crossed"},
@@ -386,29 +387,22 @@ EXCUSES: List[Dict[str, str]] = [
      "H == img_size on this line, so no entry that reaches it can vary H"},
     {"at": "timm/layers/patch_embed.py:125", "reason": "strict image size: the model asserts "
      "W == img_size on this line, so no entry that reaches it can vary W"},
-    {"at": "timm/layers/pos_embed.py:34", "reason": "shadowed: H and W are already specialized "
-     "upstream by the f-string messages of patch_embed.py:129/133 (SL103, confirmed), so these "
-     "size tests see constants; with those asserts removed torch blames pos_embed.py:34 "
-     "(measured on timm_vit_dynamic, dynamic=True, sides 32/48/64)"},
-    {"at": "timm/layers/pos_embed.py:35", "reason": "shadowed: H and W are already specialized "
-     "upstream by the f-string messages of patch_embed.py:129/133 (SL103, confirmed), so these "
-     "size tests see constants; with those asserts removed torch blames pos_embed.py:34 "
-     "(measured on timm_vit_dynamic, dynamic=True, sides 32/48/64)"},
+    {"at": ["timm/layers/pos_embed.py:34", "timm/layers/pos_embed.py:35"],
+     "reason": "shadowed: H and W are already specialized upstream by the f-string messages of "
+               "patch_embed.py:129/133 (SL103, confirmed), so these size tests see constants; "
+               "with those asserts removed torch blames pos_embed.py:34 (measured on "
+               "timm_vit_dynamic, dynamic=True, sides 32/48/64)"},
     {"source": r"if crop_scale and ", "reason": "behind CrossViT's `crop_scale`, a setting the "
      "zoo leaves False: the size tests after `crop_scale and` never run"},
     {"at": "transformers/models/big_bird/modeling_big_bird.py:1669", "reason": "BigBirdModel."
      "forward runs eagerly: torch cannot resume from its graph break at line 1580 "
      "(`logger.warning`, \"Failed to handle graph break gracefully. Skipping the function\"), "
      "so nothing after it in that frame is guarded"},
-    {"at": "transformers/models/swin/modeling_swin.py:269", "reason": "HF Swin replays at one "
-     "resolution (each compile at a dynamic side took 100-300 s): its padding branches on the "
-     "image side never flip"},
-    {"at": "transformers/models/swin/modeling_swin.py:272", "reason": "HF Swin replays at one "
-     "resolution (each compile at a dynamic side took 100-300 s): its padding branches on the "
-     "image side never flip"},
-    {"at": "transformers/models/swin/modeling_swin.py:563", "reason": "HF Swin replays at one "
-     "resolution (each compile at a dynamic side took 100-300 s): its padding branches on the "
-     "image side never flip"},
+    {"at": ["transformers/models/swin/modeling_swin.py:269",
+            "transformers/models/swin/modeling_swin.py:272",
+            "transformers/models/swin/modeling_swin.py:563"],
+     "reason": "HF Swin replays at one resolution (each compile at a dynamic side took 100-300 s): "
+               "its padding branches on the image side never flip"},
 ]
 
 #: recompile kinds with a line a static pass can see; "size-one" (a size-1 input after a dynamic
@@ -561,7 +555,8 @@ def excuse(f: Dict[str, Any]) -> Optional[str]:
         if ex.get("rule") not in (None, f["rule"]):
             continue
         at = ex.get("at")
-        if at is not None and at not in (f"{where}:{n}" for n in _lines(f)):
+        places = [at] if isinstance(at, str) else at
+        if places is not None and not set(places) & {f"{where}:{n}" for n in _lines(f)}:
             continue
         if ex.get("source") is not None and not re.search(ex["source"], source):
             continue
