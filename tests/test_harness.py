@@ -543,3 +543,41 @@ def test_library_code_is_joined_with_reached_lines(tmp_path):
     assert status[("sizelib.py", 12, "SL202")] == "not-reached"
     (t,) = doc["targets"]
     assert any(p.endswith("sizelib.py") for p in t["executed"])
+
+
+ACROSS_BREAK = '''
+import torch
+
+
+class M(torch.nn.Module):
+    def forward(self, x):
+        n = x.shape[0]
+        w = x.shape[0] + 1
+        print("break")
+        y = x * 2
+        z = torch.ones(w)
+        return y.view(n, -1).sum() + n + z.sum()
+
+
+def build():
+    return M()
+
+
+def inputs(batch):
+    return (torch.randn(batch, 8),)
+'''
+
+
+def test_every_failed_value_guard_is_blamed(tmp_path):
+    """torch's reason names one failing guard per cache entry (`n == 1`, line 11); `w`
+    crossed the same break and its guard `w == 2` (line 10) failed at the same call: the worker
+    re-checks the entry's int guards and the recompile names both lines, torch's first."""
+    write_tree(tmp_path, {"m.py": ACROSS_BREAK})
+    res = run_target(TargetSpec(name="m", model="m.py:build", inputs="m.py:inputs",
+                                base_dir=str(tmp_path), batch_sizes=[1, 2]))
+    resumed = [e for e in res.of_kind("recompile") if "resume" in e.frame]
+    assert len(resumed) == 1
+    ev = resumed[0]
+    assert ev.line == 11 and ev.reason.startswith("n == 1")  # torch's own stays the event's
+    assert [(g["line"], bool(g.get("also"))) for g in ev.guards] == [(11, False), (10, True)]
+    assert ("m.py", 10) in blamed(res, "recompile")

@@ -32,6 +32,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 from shapelint.finding import (COMPILE_ERROR, FALLBACK, GRAPH_BREAK, RECOMPILE, SPECIALIZATION,
                                Event)
+from shapelint.harness.trace import VALUE_GUARD
 
 FILE_LINE = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
 SHORT_LOC = re.compile(r"#\s*(?P<path>[^\s#()]+\.py):(?P<line>\d+) in (?P<fn>\w+)")
@@ -143,6 +144,11 @@ class Recorder:
         self.frames: Dict[int, Dict[str, Any]] = {}
         self.guards: Dict[Tuple[int, int], List[Dict[str, Any]]] = {}
         self.symbols: Dict[Tuple[int, int], Dict[str, str]] = {}
+        #: per compile, its guards on Python ints (``L['n'] == 8``) with the user line of each
+        self.value_guards: Dict[Tuple[int, int], List[Dict[str, Any]]] = {}
+        #: per frame, the value guards of its cache entries that failed along with the one
+        #: torch's reason names (the worker re-checks them: ``shapelint_failed_guards``)
+        self._also_failed: Dict[Any, List[Tuple[Tuple[int, int], str]]] = {}
         self.events: List[Event] = []
         self._emitted = 0
         self._gb_seen: set = set()
@@ -268,6 +274,13 @@ class Recorder:
             self.symbols.setdefault(key, {})[str(md.get("symbol"))] = str(md.get("source"))
         elif kind == "symbolic_shape_specialization":
             self._specialization(md, key)
+        elif kind == "dynamo_cpp_guards_str":
+            self.value_guards[key] = [
+                {"code": m.group("code"), "where": self.short_frame(line)}
+                for line in (ev.get("payload") or "").splitlines()
+                for m in [VALUE_GUARD.search(line)] if m]
+        elif kind == "artifact" and md.get("name") == "shapelint_failed_guards":
+            self._failed_guards(ev.get("payload") or "")
         elif kind == "artifact" and md.get("name") == "recompile_reasons":
             self._recompile(ev)
         elif kind == "artifact" and md.get("name") == "dynamo_graph_break_reason":
@@ -465,6 +478,39 @@ class Recorder:
             self._unhandled[key] = ev
 
     # -- recompiles -------------------------------------------------------------------------------
+    def value_guard_codes(self, entry: Tuple[int, int]) -> List[str]:
+        """The value guards of one compile, for the worker to re-check on a recompile."""
+        return [str(g.get("code")) for g in self.value_guards.get(entry, ())]
+
+    def _failed_guards(self, payload: str) -> None:
+        try:
+            failed = json.loads(payload)
+        except ValueError:
+            return
+        for item in failed if isinstance(failed, list) else ():
+            entry = tuple(item.get("entry") or ())
+            if len(entry) == 2:
+                self._also_failed.setdefault(entry[0], []).append((entry, str(item.get("code"))))
+
+    def _also(self, frame_id: Any) -> List[Dict[str, Any]]:
+        """The value guards that failed beside the one torch's reason names: torch stops at a
+        cache entry's first failing guard, whose order its guard tree changes as guards fail
+        (checking first what failed before), so which int it names is an accident."""
+        out = []
+        for entry, code in self._also_failed.pop(frame_id, []):
+            for g in self.value_guards.get(entry, ()):
+                if g.get("code") != code:
+                    continue
+                where = g.get("where")
+                if where:
+                    out.append({"entry": f"{entry[0]}/{entry[1]}", "text": code[:300],
+                                "detail": "value-guard", "guard": code, "abspath": where[0],
+                                "line": where[1], "also": True,
+                                "note": "failed too; torch's reason names only a cache entry's "
+                                        "first failing guard"})
+                break
+        return out
+
     def _recompile(self, ev: Dict[str, Any]) -> None:
         frame = self.frame_of(ev.get("frame_id")).get("name") or ""
         guards: List[Dict[str, Any]] = []
@@ -472,10 +518,15 @@ class Recorder:
             for g in self._blame(text):
                 if not any(_same_guard(g, h) for h in guards):
                     guards.append(g)
+        for g in self._also(ev.get("frame_id")):
+            if not any(_same_guard(g, h) or (g.get("abspath"), g.get("line")) ==
+                       (h.get("abspath"), h.get("line")) for h in guards):
+                guards.append(g)
         if not guards:
             guards = [{"detail": "unknown", "text": "torch gave no reason", "note": "torch gave no reason"}]
-        primary = next((g for g in guards if g.get("abspath") and not g.get("framework")), None) or \
-            next((g for g in guards if g.get("abspath")), None) or guards[0]
+        named = [g for g in guards if not g.get("also")] or guards  # torch's reason first
+        primary = next((g for g in named if g.get("abspath") and not g.get("framework")), None) or \
+            next((g for g in named if g.get("abspath")), None) or named[0]
         framework = all(g.get("framework") for g in guards if g.get("abspath")) and \
             any(g.get("abspath") for g in guards)
         steps = primary.get("detail") in ("input-dynamic", "dim-marking", "duck-sizing", "harness")

@@ -15,10 +15,14 @@ from typing import Any, Callable, Dict, Iterable, List, Optional
 CONTEXT = {"rank", "compiled_autograd_id", "frame_id", "frame_compile_id", "attempt", "severity",
            "timestamp", "pathname", "thread", "subgraph_name", "has_payload", "stack"}
 #: events big enough to matter for memory and of no use to the blame logic
-DROP = {"chromium_event", "describe_storage", "describe_source", "dynamo_cpp_guards_str",
+DROP = {"chromium_event", "describe_storage", "describe_source",
         "aot_inference_graph", "aot_forward_graph", "aot_backward_graph", "aot_joint_graph",
         "inductor_output_code", "inductor_post_grad_graph"}
-KEEP_ARTIFACTS = {"recompile_reasons", "dynamo_graph_break_reason", "dynamo_error"}
+KEEP_ARTIFACTS = {"recompile_reasons", "dynamo_graph_break_reason", "dynamo_error",
+                  "shapelint_failed_guards"}
+#: a guard on a Python int in torch's printed guard tree, with the user line it names:
+#: ``+- EQUALS_MATCH: L['n'] == 1   # return x + n  # mp/ag/m.py:10 in forward``
+VALUE_GUARD = re.compile(r"EQUALS_MATCH: (?P<code>(?:L|G)\[.*?\] == -?\d+)\s+#.*#\s*\S+\.py:\d+ in \w+\s*$")
 
 Event = Dict[str, Any]
 
@@ -37,9 +41,20 @@ def make_event(md: Dict[str, Any], payload: Optional[str], keep_inputs: bool = F
         return None
     if kind == "dynamo_output_graph":
         payload = None  # the FX code is large; sizes in md are enough
+    if kind == "dynamo_cpp_guards_str":
+        payload = value_guards(payload)
     return {"kind": kind, "md": body, "payload": payload,
             "frame_id": md.get("frame_id"), "frame_compile_id": md.get("frame_compile_id"),
             "attempt": md.get("attempt", 0)}
+
+
+def value_guards(payload: Optional[str]) -> str:
+    """A compile's printed guard tree (``dynamo_cpp_guards_str``: every guard, often hundreds
+    of lines) cut down to its guards on Python ints, each with the user line it names:
+    torch's recompile reason names only the first failing guard, and these are the ones the
+    worker re-checks (see the worker's ``report_all_failed_guards``)."""
+    return "\n".join(line.strip() for line in (payload or "").splitlines()
+                     if "EQUALS_MATCH" in line and VALUE_GUARD.search(line))
 
 
 class Collector(logging.Handler):

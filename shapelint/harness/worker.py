@@ -585,6 +585,7 @@ def run(spec: TargetSpec, out: Out) -> int:
 
     tape_strings: set = set()
     source, feed = choose_trace_source(collector, on_event)
+    report_all_failed_guards(recorder)
     coverage = Coverage()  # lines traced into the compiled region (coverage.py)
     coverage.attach()
     os.environ.pop("TORCH_COMPILE_JOB_ID", None)  # PGO across processes makes runs irreproducible
@@ -625,6 +626,53 @@ def run(spec: TargetSpec, out: Out) -> int:
     out.write({"type": "done", "compiles": recorder.compiles, "frames": recorder.frame_list(),
                "seconds": round(time.perf_counter() - started, 3)})
     return 0
+
+
+def report_all_failed_guards(recorder: Any) -> None:
+    """Before torch explains a recompile, re-check every value guard (``L['n'] == 8``) of the
+    cache entries that failed and log the failing ones as a ``shapelint_failed_guards``
+    artifact. torch's reason names only an entry's first failing guard, and its guard tree
+    checks first what failed before, so an int that crossed a graph break beside a tensor
+    whose dim changed too is seldom the one named. Best effort: any error leaves torch's own
+    path untouched."""
+    try:
+        import torch._dynamo.convert_frame as convert_frame
+        from torch._logging import trace_structured
+    except ImportError:
+        return
+    original = getattr(convert_frame, "get_and_maybe_log_recompilation_reasons", None)
+    if original is None or getattr(original, "_shapelint", False):
+        return
+
+    def failed(cache_entries: Any, frame: Any) -> List[Dict[str, Any]]:
+        out = []
+        scope = {"L": frame.f_locals, "G": frame.f_globals}
+        for ce in cache_entries:
+            cid = getattr(ce, "compile_id", None)
+            entry = (getattr(cid, "frame_id", None), getattr(cid, "frame_compile_id", None))
+            for code in recorder.value_guard_codes(entry):
+                try:
+                    ok = eval(code, {"__builtins__": {}}, scope)  # noqa: S307 - torch's guard
+                except Exception:  # noqa: BLE001 - a source this scope cannot read
+                    continue
+                if ok is False:
+                    out.append({"entry": list(entry), "code": code})
+        return out
+
+    def wrapped(cache_entries: Any, frame: Any, *args: Any, **kwargs: Any) -> Any:
+        if not kwargs.get("skip_logging") and not (len(args) > 1 and args[1]):
+            try:
+                found = failed(cache_entries, frame)
+                if found:
+                    trace_structured("artifact", metadata_fn=lambda: {
+                        "name": "shapelint_failed_guards", "encoding": "json"},
+                        payload_fn=lambda: found)
+            except Exception:  # noqa: BLE001
+                pass
+        return original(cache_entries, frame, *args, **kwargs)
+
+    wrapped._shapelint = True  # type: ignore[attr-defined]
+    convert_frame.get_and_maybe_log_recompilation_reasons = wrapped
 
 
 def _signature(fn: Any, follow: bool) -> Any:
