@@ -581,3 +581,14 @@ def test_every_failed_value_guard_is_blamed(tmp_path):
     assert ev.line == 11 and ev.reason.startswith("n == 1")  # torch's own stays the event's
     assert [(g["line"], bool(g.get("also"))) for g in ev.guards] == [(11, False), (10, True)]
     assert ("m.py", 10) in blamed(res, "recompile")
+
+
+def test_ints_that_change_with_an_input_dim_are_not_blamed():
+    """When torch's reason is an input whose dim changed (automatic dynamic: torch's own
+    recompile), ints that crossed the break with it turn dynamic in the same recompile and cost
+    nothing more: r23's line 63 (`seq_length` after the break) is a measured decoy."""
+    base = os.path.join(os.path.dirname(__file__), "cases", "real",
+                        "r23_bert_padding_check_int_across_break")
+    res = run_target(TargetSpec(name="r23", model="model.py:build", inputs="model.py:inputs",
+                                base_dir=base))
+    assert ("model.py", 63) not in blamed(res, "recompile")

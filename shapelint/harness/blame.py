@@ -518,7 +518,14 @@ class Recorder:
             for g in self._blame(text):
                 if not any(_same_guard(g, h) for h in guards):
                     guards.append(g)
-        for g in self._also(ev.get("frame_id")):
+        also = self._also(ev.get("frame_id"))
+        # only beside a guard on a user line: when torch names an input whose dim changed
+        # (automatic dynamic, torch's own recompile), the ints that changed with it become
+        # dynamic in that same recompile and cost nothing more (tests/cases/real r23: line 63)
+        if not any(g.get("abspath") and g.get("detail") in ("value-guard", "shape-guard")
+                   for g in guards):
+            also = []
+        for g in also:
             if not any(_same_guard(g, h) or (g.get("abspath"), g.get("line")) ==
                        (h.get("abspath"), h.get("line")) for h in guards):
                 guards.append(g)
