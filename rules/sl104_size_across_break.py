@@ -1,21 +1,29 @@
-from shapelint.api import NameUse, Rule, varying_size
+from shapelint.api import NameUse, Rule, Tag, varying_size
 
 
 class SizeAcrossBreak(Rule):
     """
     ## What it does
-    Finds a Python int computed from a varying tensor size before a graph break and read after
-    it, in the same function: the first read after the break.
+    Finds a Python int that differs between calls (a varying tensor size, a layer index) where
+    a frame that takes it as an input first reads it:
+    - after a graph break in its function (the first read in each resumed frame);
+    - in a function that breaks the graph, which Dynamo compiles as a frame of its own when a
+      compiled frame calls it, or whatever it does when eagerly run code calls it: its first
+      read of such an argument;
+    - handed to a call that breaks the graph: the call's line.
 
     ## Why is this bad?
     A graph break ends the graph; what follows runs in a resume frame that takes the function's
-    live locals as inputs. A Python int among them is an input like any other: the resume frame
+    live locals as inputs, and a function that breaks runs as a frame of its own whose
+    arguments are its inputs. A Python int among them is an input like any other: the frame
     guards its value (`seq_len == 8`) and recompiles when it changes, until automatic dynamic
     shapes make it symbolic (one more compile), or on every change under `dynamic=False`.
+    A layer index passed into a function that breaks recompiles it for the second layer.
 
-    This is a preview rule: torch does not always guard at the read this rule points to (when
-    the function is inlined into a caller, the caller's resume frame guards the value it gets
-    back, on the caller's line), so it is right less than nine times in ten on real code.
+    This is a preview rule: torch names only the first failing guard of a recompile, and when a
+    tensor input of the same frame changed size at the same time the recompile is torch's own
+    (automatic dynamic) and the int costs nothing more; the rule cannot tell which ints change
+    on their own.
 
     ## Example
     ```python
@@ -52,13 +60,36 @@ class M(torch.nn.Module):
         n = x.shape[0]
         peak = x.abs().max().item()
         return x * peak + torch.ones(n, 1)  # error: SL104
+''', '''
+import torch
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("table", torch.arange(64.0))
+    def rows(self, n):
+        print("rows")
+        return self.table[:n]  # error: SL104
+    def forward(self, x):
+        return x * self.rows(x.shape[0])[:, None]
 ''']
 
     def on_name_use(self, site: NameUse) -> None:
-        if site.after_break and not site.passthrough and varying_size(site.value):
-            # on the statement: torch names the line where the statement's guard is made
-            self.report(site, node=site.near, message=f"`{site.name}` holds the tensor size "
-                              f"{site.fn.describe(site.value.origin)} and crosses the graph break "
-                              f"at line {site.break_line}: the resumed frame takes it as a Python "
-                              f"int and guards its value (`{site.name} == <value>`), recompiling "
-                              f"when it changes")
+        if not site.after_break or site.passthrough:
+            return
+        v = site.value
+        if varying_size(v):
+            what = f"holds the tensor size {site.fn.describe(v.origin)}"
+        elif site.frame_input and v.has(Tag.INSTANCE) and not v.is_tensor:
+            what = "differs from layer to layer (a loop index or a per-layer attribute)"
+        else:
+            return
+        if site.frame_input:
+            where = (f"is an argument of `{site.fn.symbol}`, which breaks the graph (line "
+                     f"{site.break_line}) and so runs as a frame of its own: that frame")
+        else:
+            where = f"crosses the graph break at line {site.break_line}: the resumed frame"
+        # on the statement: torch names the line where the statement's guard is made
+        self.report(site, node=site.near, message=f"`{site.name}` {what} and {where} takes it "
+                                                  f"as a Python int and guards its value "
+                                                  f"(`{site.name} == <value>`), recompiling when "
+                                                  f"it changes")

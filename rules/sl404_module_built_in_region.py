@@ -1,23 +1,4 @@
-from shapelint.api import Call, Rule
-
-#: torch.nn classes that are not modules (building them in forward is plain tensor work)
-NOT_MODULES = frozenset({"torch.nn.Parameter", "torch.nn.Buffer", "torch.nn.parameter.Parameter"})
-#: torch.nn modules without parameters: Dynamo builds them in forward without a break
-#: (measured on torch 2.13: `nn.CrossEntropyLoss()` in forward compiles; `nn.Linear(4, 4)`
-#: breaks the graph)
-PARAMETERLESS = frozenset({
-    "ReLU", "ReLU6", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Softmin",
-    "LeakyReLU", "ELU", "SELU", "CELU", "Mish", "Hardswish", "Hardsigmoid", "Hardtanh",
-    "Softplus", "Softsign", "Tanhshrink", "Threshold", "GLU", "Identity", "Flatten", "Unflatten",
-    "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout",
-    "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
-    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
-    "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "Upsample", "UpsamplingNearest2d",
-    "UpsamplingBilinear2d", "PixelShuffle", "PixelUnshuffle", "ZeroPad1d", "ZeroPad2d",
-    "ZeroPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d",
-    "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",
-    "ReplicationPad3d", "CosineSimilarity", "PairwiseDistance", "ChannelShuffle"})
-
+from shapelint.api import Call, Rule, module_build
 
 class ModuleBuiltInRegion(Rule):
     """
@@ -86,16 +67,10 @@ class M(nn.Module):
 ''']
 
     def on_call(self, site: Call) -> None:
-        callee = site.callee or ""
-        last = site.module_class.rsplit(".", 1)[-1]
-        if site.module_class.startswith("torch.nn.") and (last in PARAMETERLESS or last.endswith("Loss")):
-            return  # no parameters: traced without a break
-        if site.constructs and site.module_class and not site.module_class.startswith("torch.nn."):
-            return  # a class of the tree: torch breaks inside its __init__, reported there
-        if site.constructs and (site.module_class or callee in NOT_MODULES):
-            what = "a parameter" if callee in NOT_MODULES else f"a `{site.module_class.rsplit('.', 1)[-1]}`"
-            self.report(site, f"`{site.short_code()}` builds {what} inside the compiled region; "
-                              f"Dynamo breaks the graph to run it")
-        elif callee == "torch.nn.Module.__init__":
+        what = module_build(site)
+        if what == "init":
             self.report(site, f"`{site.short_code()}` runs nn.Module.__init__ inside the compiled "
                               f"region (this module is built in forward); Dynamo breaks the graph")
+        elif what is not None:
+            self.report(site, f"`{site.short_code()}` builds {what} inside the compiled region; "
+                              f"Dynamo breaks the graph to run it")

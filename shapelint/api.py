@@ -31,8 +31,10 @@ if TYPE_CHECKING:  # pragma: no cover - libcst is imported only when code is ana
 __all__ = [
     "CONST_DIM", "UNKNOWN", "UNKNOWN_DIM", "UNKNOWN_DIMS", "Dim", "DimInfo", "Dims", "Kind", "Origin",
     "Tag", "Value", "join_dims", "tracked", "Function", "Site", "Condition", "Call", "Iteration",
-    "Format", "Subscript", "StateWrite", "BinaryOp", "NameUse", "Rule", "ReportSink",
-    "graph_break_reason", "breaks_graph", "tensor_as_size", "untraceable_reason", "is_python_io", "Effect", "size_function", "varying_size", "EVIDENCE_KINDS", "LOGGER_METHODS", "DISABLE_DECORATORS",
+    "Format", "Subscript", "Slice", "StateWrite", "BinaryOp", "NameUse", "Rule", "ReportSink",
+    "graph_break_reason", "breaks_graph", "breaks_once_dynamic", "module_build", "tensor_as_size",
+    "untraceable_reason", "is_python_io", "Effect", "size_function", "varying_size",
+    "EVIDENCE_KINDS", "LOGGER_METHODS", "DISABLE_DECORATORS",
 ]
 
 # The facts rules test with ``value.has(...)`` (kept as names for rules written against
@@ -227,6 +229,21 @@ class Subscript(Site):
 
 
 @dataclass
+class Slice(Site):
+    """One slice of a tensor subscript, ``x[:, lower:upper:step]``: ``value`` is the upper
+    bound (UNKNOWN when absent), ``dim`` the container dim it cuts (UNKNOWN when the rank or
+    an ellipsis hides which one)."""
+
+    container: Value = UNKNOWN
+    dim: DimInfo = UNKNOWN_DIM
+    lower: Optional[Value] = None
+    upper: Optional[Value] = None
+    step: Optional[Value] = None
+    lower_node: Optional["cst.BaseExpression"] = dataclasses.field(default=None, repr=False)
+    upper_node: Optional["cst.BaseExpression"] = dataclasses.field(default=None, repr=False)
+
+
+@dataclass
 class StateWrite(Site):
     """A write to module state inside a compiled region.
 
@@ -260,12 +277,18 @@ class NameUse(Site):
     ``after_break``: the first read of a local Python number after a graph break in its
     function (a size computed before the break, or a value the break read from a tensor).
     The rest of the function runs as a new frame that takes it as an input, and Dynamo guards
-    its value there; ``break_line`` is where the graph broke."""
+    its value there; ``break_line`` is where the graph broke.
+
+    ``frame_input``: with ``after_break``, the first read of a parameter of a function that
+    breaks the graph. Called from a compiled frame, such a function runs as a frame of its
+    own (Dynamo breaks the caller at the call), so its arguments are that frame's inputs:
+    a Python int among them is guarded by value where the function first reads it."""
 
     name: str = ""
     passthrough: bool = False
     after_break: bool = False
     break_line: int = 0
+    frame_input: bool = False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -336,6 +359,8 @@ class Rule:
     def on_format(self, site: Format) -> None: ...
 
     def on_subscript(self, site: Subscript) -> None: ...
+
+    def on_slice(self, site: Slice) -> None: ...
 
     def on_state_write(self, site: StateWrite) -> None: ...
 
@@ -435,11 +460,47 @@ def tensor_as_size(site: Call) -> Optional[str]:
     return None
 
 
+def module_build(site: Call) -> Optional[str]:
+    """What a call builds that Dynamo must break the graph for, inside a compiled region:
+    ``"a parameter"``, ``"a `Linear`"`` (a torch.nn module with parameters), ``"init"`` (the
+    ``nn.Module.__init__`` of a module class of the tree built in forward), or None. A module
+    class of the tree is reported inside its ``__init__``, where torch breaks."""
+    callee = site.callee or ""
+    last = site.module_class.rsplit(".", 1)[-1]
+    if site.module_class.startswith("torch.nn.") and \
+            (last in dynamo.MODULES_WITHOUT_PARAMETERS or last.endswith("Loss")):
+        return None  # no parameters: traced without a break
+    if site.constructs and site.module_class and not site.module_class.startswith("torch.nn."):
+        return None
+    if site.constructs and (site.module_class or callee in dynamo.NOT_MODULES):
+        return "a parameter" if callee in dynamo.NOT_MODULES else f"a `{last}`"
+    if callee == "torch.nn.Module.__init__":
+        return "init"
+    return None
+
+
+def breaks_once_dynamic(site: Site) -> bool:
+    """A break that only a dynamic size causes: a tensor computed from sizes alone given as a
+    size (``new_zeros((b, torch.div(n, 2) + 1))``). While the sizes are static (the first
+    compile under automatic dynamic shapes) Dynamo folds it to a number and traces on, so a
+    frame that holds it in a loop is traced whole once before the break makes Dynamo skip it
+    (measured: its guards after the loop are blamed at the first sizes)."""
+    if not isinstance(site, Call) or graph_break_reason(site) or dynamic_output_op(site):
+        return False
+    name = tensor_as_size(site)
+    if name is None:
+        return False
+    value = site.bound[name]
+    items = value.elems if value.elems is not None else (value,)
+    return all(not it.is_tensor or (it.dim is not None and Tag.DATA not in it.tags)
+               for it in items)
+
+
 def breaks_graph(hook: str, site: Site) -> bool:
     """Whether Dynamo ends the graph at this site: a call :func:`graph_break_reason` names,
     an op whose output shape depends on data, or a tensor value steering Python control flow."""
     if isinstance(site, Call):
-        if graph_break_reason(site) or tensor_as_size(site):
+        if graph_break_reason(site) or tensor_as_size(site) or module_build(site):
             return True
         return dynamic_output_op(site) is not None
     if isinstance(site, Condition):

@@ -332,3 +332,131 @@ def test_a_callee_traced_inline_first_keeps_its_findings(tree):
     found = {(line, rule) for _, line, rule in tree({"m.py": SKIPPED_FRAME}, select=["ALL"])}
     assert {(_line(SKIPPED_FRAME, "# loop"), "SL205"), (_line(SKIPPED_FRAME, "# break"), "SL204")} \
         <= found, found  # both confirmed by torch (shapelint run on this program, 2.13, CPU)
+
+
+FRAME_INPUTS = """
+import logging
+import torch
+from torch import nn
+
+logger = logging.getLogger(__name__)
+
+
+class Layer(nn.Module):
+    def forward(self, h):
+        n = torch.div(h.size(1), 2, rounding_mode="trunc")
+        return h.new_zeros((h.size(0), n + 1)).sum() + h  # once dynamic
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.ModuleList([Layer(), Layer()])
+
+    def forward(self, hidden_states, attention_mask, padding_len=0):
+        flag = (attention_mask > 0).any().item()  # break
+        for layer_module in self.layer:
+            hidden_states = layer_module(hidden_states)
+        return hidden_states[:, : hidden_states.shape[1] - padding_len]  # resumed read
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = Encoder()
+
+    def _pad(self, input_ids, attention_mask):
+        padding_len = (4 - input_ids.shape[1] % 4) % 4
+        if padding_len > 0:
+            logger.warning("padding")
+            input_ids = nn.functional.pad(input_ids, (0, padding_len))
+            attention_mask = nn.functional.pad(attention_mask, (0, padding_len))
+        return padding_len, input_ids, attention_mask
+
+    def forward(self, input_ids, attention_mask):
+        padding_len, input_ids, attention_mask = self._pad(input_ids, attention_mask)
+        h = input_ids.float()[..., None]
+        return self.encoder(h, attention_mask, padding_len=padding_len)  # handed on
+"""
+
+
+def test_ints_are_guarded_where_each_frame_first_reads_them(tree):
+    """The lines torch blames in this longformer-like program (shapelint run, 2.13, CPU,
+    lengths 5, 6, 9): `padding_len` handed to a call that breaks (the caller's frame breaks at
+    the call and guards it there), and read in the encoder's frame after its `.item()` break,
+    although a loop follows whose break only a dynamic size causes (the static first compile
+    traces the frame whole, so its guards stand)."""
+    found = {(line, rule) for _, line, rule in tree({"m.py": FRAME_INPUTS}, select=["ALL"])}
+    assert (_line(FRAME_INPUTS, "# handed on"), "SL104") in found, found
+    assert (_line(FRAME_INPUTS, "# resumed read"), "SL104") in found, found
+
+
+LAYER_INDEX = """
+import torch
+from torch import nn
+
+
+class Attn(nn.Module):
+    def set_type(self, layer_idx=None):
+        self.proj = nn.Linear(8, 8)  # builds a module: breaks
+        return layer_idx
+
+
+class Layer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn = Attn()
+
+    def set_type(self, layer_idx=None):
+        self.attn.set_type(layer_idx=layer_idx)  # guarded here
+
+
+class Enc(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.ModuleList([Layer() for _ in range(3)])
+
+    def forward(self, x):
+        for i, layer in enumerate(self.layer):
+            layer.set_type(layer_idx=i)
+        return x
+"""
+
+
+def test_a_layer_index_handed_to_a_call_that_breaks_is_guarded_at_the_call(tree):
+    """BigBird's set_attention_type: the loop breaks, so its frame runs eagerly and each
+    `set_type` is a frame of its own; the index it gets differs per layer and is guarded where
+    it is handed to the call that builds a module (torch: `layer_idx == 0`, big_bird 1204)."""
+    found = {(line, rule) for _, line, rule in tree({"m.py": LAYER_INDEX}, select=["ALL"])}
+    assert (_line(LAYER_INDEX, "# guarded here"), "SL104") in found, found
+    assert not any(rule == "SL303" for _, rule in found), found  # an argument, not an attribute
+
+
+LOCAL_IMPORT = """
+import torch
+
+
+def scan(a, b, use_scan: bool = True):
+    try:
+        from torch._higher_order_ops.associative_scan import associative_scan
+    except ImportError:
+        associative_scan = None
+    if use_scan and associative_scan is not None:
+        def combine(left, right):
+            return left[0] * right[0], right[0] * left[1] + right[1]
+        _, states = associative_scan(combine, (a, b), dim=0, combine_mode="generic")  # scan
+        return states
+    return b
+
+
+class M(torch.nn.Module):
+    def forward(self, x):
+        return scan(x.sigmoid(), x)
+"""
+
+
+def test_a_function_imported_inside_a_function_is_resolved(tree):
+    """Mamba imports associative_scan inside the function, in a try whose handler binds None:
+    the name is the function or None, and the call resolves to torch's scan."""
+    found = {(line, rule) for _, line, rule in tree({"m.py": LOCAL_IMPORT}, select=["ALL"])}
+    assert (_line(LOCAL_IMPORT, "# scan"), "SL102") in found, found

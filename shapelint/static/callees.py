@@ -19,6 +19,9 @@ from shapelint.values import Kind, Value
 if TYPE_CHECKING:  # pragma: no cover
     from shapelint.static.flow import Walker
 
+#: the detail of a name a function imports locally, before the imported qualified name
+IMPORTED = "import:"
+
 
 @dataclass
 class Callee:
@@ -64,6 +67,8 @@ def resolve(w: "Walker", func: cst.BaseExpression) -> Callee:
     if isinstance(func, cst.Attribute) and w.local_base(func.value):
         method = func.attr.value
         receiver = w.ev(func.value)
+        if receiver.detail.startswith(IMPORTED):  # `mod.f()` of a module imported locally
+            return _imported(w, f"{receiver.detail[len(IMPORTED):]}.{method}")
         if receiver.is_module and receiver.detail:
             cls = project.class_of(receiver.detail, w.mod)
             fn = project.method(cls, method) if cls is not None else None
@@ -73,6 +78,8 @@ def resolve(w: "Walker", func: cst.BaseExpression) -> Callee:
         return Callee("method", method=method, receiver=receiver)
     if isinstance(func, cst.Name) and func.value in w.env:
         receiver = w.ev(func)
+        if receiver.detail.startswith(IMPORTED):  # a function imported inside the function
+            return _imported(w, receiver.detail[len(IMPORTED):])
         if receiver.is_module:
             return _module_call(w, receiver)
         return Callee("unknown", receiver=receiver)
@@ -104,6 +111,13 @@ def resolve(w: "Walker", func: cst.BaseExpression) -> Callee:
             return Callee("construct", qualname=qualname)
         return Callee("construct", qualname=qualname, module_class=qualname)
     return Callee("external", qualname=qualname, method=method)
+
+
+def _imported(w: "Walker", qualname: str) -> Callee:
+    obj = w.a.project.lookup(qualname, w.mod)
+    if isinstance(obj, FunctionInfo):
+        return Callee("function", qualname=obj.qualname, target=obj)
+    return Callee("external", qualname=qualname)
 
 
 def _self_member(w: "Walker", func: cst.Attribute) -> Callee:

@@ -261,6 +261,23 @@ LOGGER_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "except
 UNSUPPORTED_CALLS = frozenset({"torch.backends.cudnn.flags", "torch.backends.cuda.sdp_kernel",
                                "torch.cuda.synchronize", "torch.cuda.empty_cache",
                                "pdb.set_trace", "breakpoint", "time.sleep"})
+#: torch.nn classes that are not modules (building them in forward is plain tensor work)
+NOT_MODULES = frozenset({"torch.nn.Parameter", "torch.nn.Buffer", "torch.nn.parameter.Parameter"})
+#: torch.nn modules without parameters: Dynamo builds them in forward without a break
+#: (measured on torch 2.13: `nn.CrossEntropyLoss()` in forward compiles; `nn.Linear(4, 4)`
+#: breaks the graph)
+MODULES_WITHOUT_PARAMETERS = frozenset({
+    "ReLU", "ReLU6", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Softmin",
+    "LeakyReLU", "ELU", "SELU", "CELU", "Mish", "Hardswish", "Hardsigmoid", "Hardtanh",
+    "Softplus", "Softsign", "Tanhshrink", "Threshold", "GLU", "Identity", "Flatten", "Unflatten",
+    "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout",
+    "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "Upsample", "UpsamplingNearest2d",
+    "UpsamplingBilinear2d", "PixelShuffle", "PixelUnshuffle", "ZeroPad1d", "ZeroPad2d",
+    "ZeroPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d",
+    "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",
+    "ReplicationPad3d", "CosineSimilarity", "PairwiseDistance", "ChannelShuffle"})
 #: nn modules that break the graph when called inside a compiled region (RNNs: cudnn flat
 #: weights and data-dependent packing)
 GRAPH_BREAK_MODULES = frozenset({"LSTM", "GRU", "RNN"})

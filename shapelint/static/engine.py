@@ -50,7 +50,7 @@ class Engine(api.ReportSink):
         self._hooks: Dict[str, List] = {}
         for r in self.rules:
             for hook in ("on_condition", "on_call", "on_iteration", "on_format", "on_subscript",
-                         "on_state_write", "on_name_use", "on_binary_op"):
+                         "on_slice", "on_state_write", "on_name_use", "on_binary_op"):
                 impl = getattr(type(r), hook)
                 if impl is not getattr(Rule, hook):
                     self._hooks.setdefault(hook, []).append(getattr(r, hook))

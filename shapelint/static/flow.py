@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple, Union
 
 import libcst as cst
 import networkx as nx
@@ -159,9 +159,10 @@ class Analyzer:
         self._memo: Dict[Tuple, Tuple[Value, Dict[str, Value]]] = {}
         self._stack: List[str] = []
         self.deadline = float("inf")
-        #: which walks broke the graph (by memo key), and whether the last call's did
-        self._broke: Dict[Tuple, bool] = {}
-        self.callee_broke = False
+        #: which walks broke the graph (by memo key), and whether the last call's did: 0 no,
+        #: 1 only once sizes are dynamic (see ``api.breaks_once_dynamic``), 2 whatever the sizes
+        self._broke: Dict[Tuple, int] = {}
+        self.callee_broke = 0
         #: walks under way in a frame Dynamo skipped (a graph break in a loop): sites there
         #: are not traced, so not handed to the rules
         self.eager = 0
@@ -201,20 +202,25 @@ class Analyzer:
         The memo ignores where the arguments came from and which entry got here: a helper
         that twenty forwards call with a tensor is walked once, not twenty times (findings
         are per source line anyway). A reused result is rebased onto the caller's origins."""
-        key = (id(fn), flag_guarded, self.eager > 0, root == fn.qualname,  # (see graph_break)
+        # called from a frame Dynamo skipped (it runs eagerly), the callee is a frame Dynamo
+        # compiles on its own, its arguments its inputs (longformer's layers, called from an
+        # encoder loop that broke, compile as frames of their own)
+        own_frame = self.eager > 0
+        key = (id(fn), flag_guarded, own_frame, root == fn.qualname,  # (see graph_break)
                tuple(sorted((k, _shape_of(v)) for k, v in args.items())))
         hit = self._memo.get(key)
         if hit is not None:
-            self.callee_broke = self._broke.get(key, False)
+            self.callee_broke = self._broke.get(key, 0)
             return _rebase(hit[0], hit[1], args)
         if fn.qualname in self._stack or len(self._stack) >= MAX_DEPTH:
             return UNKNOWN
         self._memo[key] = (UNKNOWN, args)
         self._stack.append(fn.qualname)
+        eager, self.eager = self.eager, 0
         try:
-            walker = Walker(self, FunctionContext(fn, root), args, flag_guarded)
+            walker = Walker(self, FunctionContext(fn, root), args, flag_guarded, own_frame)
             result = walker.run()
-            self._broke[key] = walker.broke_at is not None
+            self._broke[key] = 0 if walker.broke_at is None else 2 if walker.hard_break else 1
         except (TooDeep, RecursionError):
             # reported as a file error; the function's callers and the other entries go on
             error = (fn.tree.lineno, f"`{fn.symbol}` is too deeply nested to analyse")
@@ -223,8 +229,9 @@ class Analyzer:
             result = UNKNOWN
         finally:
             self._stack.pop()
+            self.eager = eager
         self._memo[key] = (result, args)
-        self.callee_broke = self._broke.get(key, False)
+        self.callee_broke = self._broke.get(key, 0)
         return result
 
     def call(self, caller: FunctionContext, callee: FunctionInfo, args: Dict[str, Value],
@@ -301,17 +308,28 @@ class Walker:
     """Walks one function body with an environment of Values."""
 
     def __init__(self, analyzer: Analyzer, ctx: FunctionContext, args: Dict[str, Value],
-                 flag_guarded: bool = False) -> None:
+                 flag_guarded: bool = False, own_frame: bool = False) -> None:
         self.a = analyzer
+        #: called from eagerly run code: a frame Dynamo compiles on its own, whose arguments
+        #: are its inputs even if it never breaks the graph
+        self.own_frame = own_frame
         #: how many enclosing tests of Python settings the walk is under (a caller's count 1)
         self.flag_guards = 1 if flag_guarded else 0
         self.flag_test = False  # set by condition()
+        #: how many enclosing tests of a Python value read from tensor data the walk is under
+        #: (``if is_global_attn:`` after an ``.item()``): which side runs depends on the data
+        self.data_guards = 0
+        self.data_test = False  # set by condition()
         self.ctx = ctx
         self.mod = ctx.module
         self.env: Dict[str, Value] = dict(args)
         self.returns = UNKNOWN
         self.cls = ctx.info.cls
         self._passthrough = False
+        #: crossed names passed straight into the call whose arguments are being evaluated,
+        #: and per call node the ones it took (see ``_guard_passed``)
+        self._passed: Optional[List[Tuple[cst.Name, Value, Optional[cst.CSTNode]]]] = None
+        self._passed_args: Dict[int, List[Tuple[cst.Name, Value, Optional[cst.CSTNode]]]] = {}
         self._depth = 0
         #: the path walked so far returned or raised
         self.done = False
@@ -326,12 +344,20 @@ class Walker:
         #: where the graph first broke in this function (None: it did not)
         self.broke_at: Optional[cst.CSTNode] = None
         self.last_break: Optional[cst.CSTNode] = None
+        #: a break here happens whatever the sizes (not only once they are dynamic)
+        self.hard_break = False
         #: the statement whose call broke the graph in a callee (what it binds crossed too)
         self.returned_across: Optional[cst.CSTNode] = None
         #: names holding Python numbers that crossed a graph break, until their first read
         self.crossed: Dict[str, cst.CSTNode] = {}
         #: per-instance attributes already read after the graph break
         self.read_after_break: set = set()
+        #: parameters holding ints that differ between calls (sizes, data, a loop index over
+        #: modules), until their first read; and those first reads (see ``frame_inputs``)
+        self.params_unread: Dict[str, Value] = {
+            name: v for name, v in args.items() if _varies_between_calls(v)} \
+            if ctx.root != ctx.qualname else {}
+        self.param_reads: List[Tuple[cst.Name, Value, Any, bool]] = []
 
     # -- helpers ----------------------------------------------------------------------------------
     def emit(self, hook: str, site: api.Site) -> None:
@@ -346,17 +372,22 @@ class Walker:
                 api.breaks_graph(hook, site):  # (a break under a setting's test may not run)
             if journal is not None:
                 journal.keep(mark)
-            self.graph_break(site.node)
+            self.graph_break(site.node, skips_loop=not api.breaks_once_dynamic(site))
 
-    def graph_break(self, node: cst.CSTNode) -> None:
+    def graph_break(self, node: cst.CSTNode, skips_loop: bool = True) -> None:
         """The graph ends here: what follows runs in a new frame, which takes this function's
-        Python numbers as inputs (first time: the ones computed from sizes before it)."""
+        Python numbers as inputs (those computed from sizes or data before it).
+        ``skips_loop``: inside a loop the break makes Dynamo skip the frame (False for a break
+        only dynamic sizes cause: the static first compile traces the frame whole)."""
         first = self.broke_at is None
         if first:
             self.broke_at = node
         self.last_break = node
+        # a break under a test of data may not run: the frame is traced whole when it does not
+        skips_loop = skips_loop and self.data_guards == 0
+        self.hard_break = self.hard_break or skips_loop
         journal = self.a.journal
-        if self.loops and not self.eager:
+        if self.loops and not self.eager and skips_loop:
             # a graph break inside a loop: Dynamo skips the frame and runs it eagerly, so
             # nothing after it in this function (or what it calls) is traced. Nor is what came
             # before it in the same frame: the frame is this function when it is the entry, or
@@ -369,8 +400,8 @@ class Walker:
         elif journal is not None:
             self.frame_mark = journal.mark()  # what follows runs in a resume frame
         self.a.add_graph_inputs(self.env.values())  # its inputs: the live locals
-        if not first:
-            return  # the first resumed frame is where the values arrive as new inputs
+        # each resume frame takes the live ints as new inputs and guards them again at its
+        # first read of each (longformer: seq_len after each of two breaks, lines 828/847)
         for name, v in self.env.items():
             if (v.is_size and v.varies) or (Tag.DATA in v.tags and not v.is_tensor):
                 self.crossed.setdefault(name, node)
@@ -395,12 +426,32 @@ class Walker:
         try:
             if node is not None:
                 self.block(node.body.body)  # IndentedBlock or one-line suite alike
+            self.frame_inputs()
         finally:
             if self.eager:
                 self.a.eager -= 1
                 if journal is not None and self.skipped_from is not None:
                     journal.retract(self.skipped_from, self.mod.path, self.ctx.symbol)
         return self.returns
+
+    def frame_inputs(self) -> None:
+        """The graph broke in this function (not the entry), or eager code called it: it runs
+        as a frame of its own, its arguments are that frame's inputs, and each int among them that
+        differs between calls is guarded by value at its first read. A read that only hands the
+        int on to a callee counts when that callee breaks too (the call is where this frame
+        breaks, guarding it); one traced inline reads it, and guards it, inside."""
+        if (self.broke_at is None and not self.own_frame) or self.eager or self.a.eager:
+            return
+        for name_node, v, stmt, passthrough in self.param_reads:
+            if passthrough:
+                continue  # reported by _guard_passed when its callee broke
+            saved, self.ctx.stmt = self.ctx.stmt, stmt
+            try:
+                self.emit("on_name_use", api.NameUse(
+                    name_node, v, self.ctx, name=name_node.value, after_break=True,
+                    break_line=self.ctx.line(self.broke_at), frame_input=True))
+            finally:
+                self.ctx.stmt = saved
 
     # -- statements -------------------------------------------------------------------------------
     def block(self, stmts: Sequence[cst.CSTNode]) -> None:
@@ -496,7 +547,9 @@ class Walker:
                         continue  # re-raising: never runs while the model works
                     if h.name is not None:
                         self.bind(h.name.name, UNKNOWN)
-                    self.suite(h.body)
+                    # it runs or not: what it binds joins what the body bound (`except
+                    # ImportError: scan = None` leaves `scan` a function or None)
+                    self.branches((None, {}), (h.body, {}))
                 self.suite(s.orelse)
                 self.suite(s.finalbody)
                 self.done = False
@@ -528,13 +581,15 @@ class Walker:
             arms.append((s.body, yes))
         if not else_raises:
             arms.append((s.orelse, no))
-        flag = self.flag_test
+        flag, data = self.flag_test, self.data_test
         self.flag_guards += flag
+        self.data_guards += data
         try:
             if arms:
                 self.branches(*arms)
         finally:
             self.flag_guards -= flag
+            self.data_guards -= data
         if body_raises != else_raises:  # a validation check: what it checked holds from here
             self.learn(s.test, holds=else_raises)
 
@@ -568,8 +623,27 @@ class Walker:
             # the message is built only when the assertion fails
         elif isinstance(s, cst.Raise):
             self.done = True  # the exception's message is built only on the failing path
+        elif isinstance(s, (cst.Import, cst.ImportFrom)):
+            self.local_import(s)
         elif isinstance(s, cst.Del):
             pass
+
+    def local_import(self, s: Union[cst.Import, cst.ImportFrom]) -> None:
+        """``from torch._higher_order_ops.associative_scan import associative_scan`` inside a
+        function (an optional dependency tried at call time): the name calls that function."""
+        if isinstance(s, cst.ImportFrom):
+            if s.relative or s.module is None or isinstance(s.names, cst.ImportStar):
+                return
+            base = _dotted(s.module)
+            pairs = [(a.evaluated_alias or a.evaluated_name, f"{base}.{a.evaluated_name}")
+                     for a in s.names]
+        else:
+            pairs = [(a.evaluated_alias or a.evaluated_name.split(".")[0],
+                      a.evaluated_name if a.asname else a.evaluated_name.split(".")[0])
+                     for a in s.names]
+        for name, qualname in pairs:
+            self.bind(cst.Name(name), Value(kinds=frozenset({Kind.OBJECT}),
+                                            detail=f"{callees.IMPORTED}{qualname}"))
 
     # -- binding ----------------------------------------------------------------------------------
     def bind(self, target: cst.CSTNode, v: Value, value_node: Optional[cst.CSTNode] = None) -> None:
@@ -624,7 +698,10 @@ class Walker:
         if v.detail == "zip" and v.elems is not None:
             return Value(elems=tuple(self.elem(e) for e in v.elems))
         if v.detail == "enumerate" and v.elems:
-            return Value(elems=(Value(kinds=_INT), self.elem(v.elems[0])))
+            # over a ModuleList the index differs from layer to layer, as `layer_idx` does
+            index = Value(kinds=_INT, tags=frozenset({Tag.INSTANCE})) \
+                if v.elems[0].has(Kind.MODULES) else Value(kinds=_INT)
+            return Value(elems=(index, self.elem(v.elems[0])))
         if v.is_tensor:
             return Value(kinds=_TENSOR, origin=v.origin, dims=_drop0(v.dims))
         if v.is_tensor_seq:
@@ -658,11 +735,12 @@ class Walker:
     # -- conditions -------------------------------------------------------------------------------
     def condition(self, expr: cst.BaseExpression, context: str, validates: bool = False) -> Value:
         """Evaluate a test, hand each operand of ``and``/``or``/``not`` to the rules, and set
-        ``self.flag_test``: whether the test's true side runs only in some configurations."""
+        ``self.flag_test``: whether the test's true side runs only in some configurations, and
+        ``self.data_test``: whether it depends on a number read from tensor data."""
         if isinstance(expr, cst.BooleanOperation):
             is_and = isinstance(expr.operator, cst.And)
             left = self.condition(expr.left, context, validates)
-            left_flag = self.flag_test
+            left_flag, left_data = self.flag_test, self.data_test
             decided = self.truth(expr.left)
             if decided is None:
                 decided = _const_truth(left)
@@ -672,15 +750,17 @@ class Walker:
             # a test of settings only if every operand is one: `self.attention_type == "sparse"
             # and seq_len <= limit` is decided by the size on a model configured that way
             self.flag_test = left_flag and self.flag_test
+            self.data_test = left_data or self.data_test
             return left.merge(right)
         if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
             return self.condition(expr.expression, context, validates)
         if self.truth(expr) is not None:
             v = self.ev(expr)
-            self.flag_test = False
+            self.flag_test = self.data_test = False
             return v
         v = self.ev(expr)
         self.flag_test = _is_flag_test(v)
+        self.data_test = not v.is_tensor and Tag.DATA in v.tags
         self.emit("on_condition", api.Condition(expr, v, self.ctx, context=context,
                                                 validates=validates))
         return v
@@ -865,8 +945,15 @@ class Walker:
         if v.is_scalar_arg:
             self.emit("on_name_use", api.NameUse(node, v, self.ctx, name=node.value,
                                                  passthrough=self._passthrough))
+        if node.value in self.params_unread:
+            self.params_unread.pop(node.value)
+            self.param_reads.append((node, v, self.ctx.stmt, self._passthrough))
+            if self._passthrough and self._passed is not None:
+                self._passed.append((node, v, None))
         where = self.crossed.pop(node.value, None)
         if where is not None:
+            if self._passthrough and self._passed is not None:
+                self._passed.append((node, v, where))
             self.emit("on_name_use", api.NameUse(node, v, self.ctx, name=node.value,
                                                  passthrough=self._passthrough, after_break=True,
                                                  break_line=self.ctx.line(where)))
@@ -961,6 +1048,7 @@ class Walker:
         if container.is_tensor:
             for iv, _ in indices:
                 self.emit("on_subscript", api.Subscript(node, iv, self.ctx, container=container))
+            self._emit_slices(node, container, parts)
             return Value(kinds=_TENSOR, origin=container.origin,
                          dims=shapes.index_dims(shapes.dims_of(container), parts))
         if container.has(Kind.MODULES):
@@ -981,6 +1069,19 @@ class Walker:
         if Tag.DATA in container.tags:
             return Value(tags=frozenset({Tag.DATA}), origin=container.origin)
         return UNKNOWN
+
+    def _emit_slices(self, node: cst.Subscript, container: Value,
+                     parts: List[Tuple[str, Optional[Value], Tuple[Optional[Value], ...]]]) -> None:
+        """One ``on_slice`` per ``lower:upper:step`` of a tensor subscript, with its dim."""
+        dims = shapes.source_dims(shapes.dims_of(container), parts)
+        for el, (kind, _, bounds), dim in zip(node.slice, parts, dims):
+            if kind != "slice" or not isinstance(el.slice, cst.Slice):
+                continue
+            lower, upper, step = bounds
+            self.emit("on_slice", api.Slice(
+                node, upper if upper is not None else UNKNOWN, self.ctx, container=container,
+                dim=dim, lower=lower, upper=upper, step=step, lower_node=el.slice.lower,
+                upper_node=el.slice.upper))
 
     def ev_Comparison(self, node: cst.Comparison) -> Value:
         left = self.ev(node.left)
@@ -1045,7 +1146,13 @@ class Walker:
                 dims = shapes.broadcast(shapes.dims_of(left), shapes.dims_of(right))
             else:
                 dims = (left if left.is_tensor else right).dims
-            return Value(kinds=_TENSOR, tags=tags, origin=left.origin or right.origin, dims=dims)
+            # a tensor of numbers (torch.div(n, 2)) stays one under arithmetic with numbers
+            held = [s.dim if s.is_tensor else shapes.size_dim(s) for s in (left, right)
+                    if s.is_tensor or (s.kinds and s.kinds <= NUMBERS)]
+            dim = join_dims(*held) if len(held) == 2 and all(h is not None for h in held) \
+                and all(s.dim is not None for s in (left, right) if s.is_tensor) else None
+            return Value(kinds=_TENSOR, tags=tags, origin=left.origin or right.origin, dims=dims,
+                         dim=dim)
         if isinstance(left.const, bool) and isinstance(operator, (cst.BitOr, cst.BitOrAssign,
                                                                   cst.BitAnd, cst.BitAndAssign)):
             is_or = isinstance(operator, (cst.BitOr, cst.BitOrAssign))
@@ -1252,6 +1359,7 @@ class Walker:
                    ) -> Tuple[List[Value], Dict[str, Value], bool]:
         """Evaluate the arguments: positional values (up to a ``*args``), keyword values."""
         self._passthrough = follow and not any(_is_disabled_name(d) for d in ())
+        outer, self._passed = self._passed, []
         try:
             pos: List[Value] = []
             kw: Dict[str, Value] = {}
@@ -1272,6 +1380,9 @@ class Walker:
                     pos.append(v)
         finally:
             self._passthrough = False
+            if self._passed:
+                self._passed_args[id(node)] = self._passed
+            self._passed = outer
         return pos, kw, starred
 
     def _bind(self, callee: callees.Callee, node: cst.Call, pos: List[Value],
@@ -1319,6 +1430,7 @@ class Walker:
         if callee.kind == "construct":
             if target is not None:  # walk its __init__ for what it does in the region
                 self._follow(target, pos, kw, True)
+                self._guard_passed(node)
             if callee.module_class:
                 return Value(kinds=frozenset({Kind.MODULE}), detail=callee.module_class)
             last = (callee.qualname or "").rsplit(".", 1)[-1]
@@ -1330,7 +1442,9 @@ class Walker:
                 return UNKNOWN
             if target.name in target.module.custom_ops:
                 return Value(kinds=_TENSOR, origin=self.origin(node))
-            return self._follow(target, pos, kw, callee.bound_self or callee.kind == "module")
+            out = self._follow(target, pos, kw, callee.bound_self or callee.kind == "module")
+            self._guard_passed(node)
+            return out
         if callee.kind == "module":
             if callee.module_class.startswith("torch.nn."):
                 return results.module_result(callee.module_class, pos, kw, self.origin(node))
@@ -1340,6 +1454,20 @@ class Walker:
         if callee.kind == "external" and callee.qualname is not None:
             return self._external_result(node, callee, pos, kw)
         return UNKNOWN
+
+    def _guard_passed(self, node: cst.Call) -> None:
+        """Crossed ints passed straight into a call whose callee broke the graph: this frame
+        breaks at the call and hands them over there, which is where their value guard is
+        made (``self.encoder(h, padding_len=padding_len)``, torch blames the call). Into a
+        callee that is traced inline they are read, and guarded, inside it."""
+        passed = self._passed_args.pop(id(node), [])
+        if not self.a.callee_broke:
+            return
+        for name_node, v, where in passed:  # (where: None for a parameter, see frame_inputs)
+            self.emit("on_name_use", api.NameUse(
+                name_node, v, self.ctx, name=name_node.value, after_break=True,
+                break_line=self.ctx.line(where if where is not None else node),
+                frame_input=where is None))
 
     def _follow(self, target: FunctionInfo, pos: List[Value], kw: Dict[str, Value],
                 bound_self: bool) -> Value:
@@ -1374,11 +1502,12 @@ class Walker:
                     both = declared if declared - {Kind.NONE} else have
                 if both != have and both:
                     bound[name] = bound[name].with_(kinds=both)
-        self.a.callee_broke = False
+        self.a.callee_broke = 0
         result = self.a.call(self.ctx, target, bound, self.flag_guards > 0)
         if self.a.callee_broke:  # the graph broke inside: this frame resumes after the call,
             # taking what the call returned as an input too
-            self.graph_break(self.ctx.stmt if self.ctx.stmt is not None else target.node)  # type: ignore[arg-type]
+            self.graph_break(self.ctx.stmt if self.ctx.stmt is not None else target.node,  # type: ignore[arg-type]
+                             skips_loop=self.a.callee_broke == 2)
             self.returned_across = self.ctx.stmt
         if not result.kinds:  # the walk could not tell: the return annotation can
             returns = signature(target).returns
@@ -1497,6 +1626,16 @@ def _drop0(dims: Optional[Dims]) -> Optional[Dims]:
 def _all_const() -> Dims:
     """A parameter's or buffer's dims: fixed, whatever its rank."""
     return Dims((CONST_DIM,) * 4, (CONST_DIM,) * 4, None)
+
+
+def _varies_between_calls(v: Value) -> bool:
+    """A Python int that can differ from one call of a function to the next within one
+    forward: a size of a varying dim, a number read from tensor data, a loop index over a
+    ModuleList's layers or a per-layer attribute (``layer_idx``)."""
+    if v.is_tensor or not v.kinds or v.kinds - NUMBERS:
+        return False
+    return (v.is_size and v.varies is True) or Tag.DATA in v.tags or \
+        (Tag.INSTANCE in v.tags and Kind.INT in v.kinds)
 
 
 def _is_flag_test(v: Value) -> bool:

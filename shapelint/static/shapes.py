@@ -729,6 +729,26 @@ def index_dims(x: Dims, parts: Sequence[Tuple[str, Optional[Value], Tuple[Option
     return Dims(tuple(front) + x.front[pos:], x.back, None)
 
 
+def source_dims(x: Dims, parts: Sequence[Tuple[str, Optional[Value], Tuple[Optional[Value], ...]]]
+                ) -> List[DimInfo]:
+    """For each part of ``x[...]`` (as :func:`index_dims` takes them), the dim of ``x`` it
+    indexes or slices (UNKNOWN for ``None``, ``...`` and what an ellipsis hides)."""
+    kinds = [k for k, _, _ in parts]
+    cut = kinds.index("ellipsis") if "ellipsis" in kinds else len(parts)
+    out: List[DimInfo] = [UNKNOWN_DIM] * len(parts)
+    pos = 0
+    for i in range(cut):
+        if kinds[i] in ("int", "slice", "tensor"):
+            out[i] = x.at(pos)
+            pos += 1
+    pos = -sum(1 for k in kinds[cut + 1:] if k in ("int", "slice", "tensor"))
+    for i in range(cut + 1, len(parts)):
+        if kinds[i] in ("int", "slice", "tensor"):
+            out[i] = x.at(pos)
+            pos += 1
+    return out
+
+
 def _sliced(d: DimInfo, bounds: Tuple[Optional[Value], ...]) -> DimInfo:
     lower, upper, step = (bounds + (None, None, None))[:3]
     if lower is None and upper is None and step is None:
