@@ -460,3 +460,28 @@ def test_a_function_imported_inside_a_function_is_resolved(tree):
     the name is the function or None, and the call resolves to torch's scan."""
     found = {(line, rule) for _, line, rule in tree({"m.py": LOCAL_IMPORT}, select=["ALL"])}
     assert (_line(LOCAL_IMPORT, "# scan"), "SL102") in found, found
+
+
+CONST_COMPARE = """
+import torch
+
+
+def helper(x, mode):
+    if mode == "full":
+        return x * 2
+    if x.shape[0] > 4:  # never traced: the caller passes "full"
+        return x
+    return x + 1
+
+
+class M(torch.nn.Module):
+    def forward(self, x):
+        return helper(x, "full")
+"""
+
+
+def test_a_comparison_of_two_known_constants_is_decided(tree):
+    """`mode == "full"` with the literal the caller passed is decided while tracing: the code
+    after the return never runs (BigBird's set_attention_type("original_full") chain)."""
+    found = {(line, rule) for _, line, rule in tree({"m.py": CONST_COMPARE}, select=["ALL"])}
+    assert not found, found

@@ -389,10 +389,11 @@ class Walker:
         journal = self.a.journal
         if self.loops and not self.eager and skips_loop:
             # a graph break inside a loop: Dynamo skips the frame and runs it eagerly, so
-            # nothing after it in this function (or what it calls) is traced. Nor is what came
-            # before it in the same frame: the frame is this function when it is the entry, or
-            # the resume frame after its last break. (A callee with no break before the loop
-            # was first traced inline by its caller, whose guards from that attempt stay.)
+            # nothing after it in this function is traced (what it calls runs as frames of
+            # their own). Nor is what came before it in the same frame: the frame is this
+            # function when it is the entry, or the resume frame after its last break. (A
+            # callee with no break before the loop was first traced inline by its caller,
+            # whose guards from that attempt stay.)
             self.eager = True
             self.a.eager += 1
             if self.ctx.root == self.ctx.qualname or not first:
@@ -400,11 +401,17 @@ class Walker:
         elif journal is not None:
             self.frame_mark = journal.mark()  # what follows runs in a resume frame
         self.a.add_graph_inputs(self.env.values())  # its inputs: the live locals
+        if self.in_module_init():
+            return  # "Uninitialized nn.Module": no resume frame, the rest runs eagerly
         # each resume frame takes the live ints as new inputs and guards them again at its
         # first read of each (longformer: seq_len after each of two breaks, lines 828/847)
         for name, v in self.env.items():
             if (v.is_size and v.varies) or (Tag.DATA in v.tags and not v.is_tensor):
                 self.crossed.setdefault(name, node)
+
+    def in_module_init(self) -> bool:
+        return self.ctx.info.name == "__init__" and self.cls is not None and \
+            self.a.project.is_nn_module(self.cls)
 
     def origin(self, node: cst.CSTNode) -> Origin:
         """Where ``node``'s value comes from; its text and line are worked out if quoted."""
@@ -440,7 +447,8 @@ class Walker:
         differs between calls is guarded by value at its first read. A read that only hands the
         int on to a callee counts when that callee breaks too (the call is where this frame
         breaks, guarding it); one traced inline reads it, and guards it, inside."""
-        if (self.broke_at is None and not self.own_frame) or self.eager or self.a.eager:
+        if (self.broke_at is None and not self.own_frame) or self.eager or self.a.eager \
+                or self.in_module_init():  # a module's __init__ that breaks runs eagerly
             return
         for name_node, v, stmt, passthrough in self.param_reads:
             if passthrough:
@@ -1132,6 +1140,11 @@ class Walker:
         if merged.tags & _KEPT:
             return Value(kinds=_BOOL, tags=merged.tags & _KEPT, origin=merged.origin,
                          dim=merged.dim, detail=merged.detail)
+        if ops in (["Equal"], ["NotEqual"]) and all(
+                isinstance(v.const, (str, int)) for v in values):
+            # two known constants (`value == "original_full"` with the literal a caller
+            # passed): decided while tracing, no guard, the other side never runs
+            return Value(kinds=_BOOL, const=(values[0].const == values[1].const) is (ops[0] == "Equal"))
         return Value(kinds=_BOOL)
 
     def arith(self, left: Value, right: Value, operator: cst.CSTNode) -> Value:
