@@ -246,6 +246,10 @@ class Value:
     dim: Optional[DimInfo] = None
     #: the literal value of a Python constant (an int, a bool, a string...), when known
     const: Any = None
+    #: for a size or a shape: the tensors it was read from (the values themselves, compared
+    #: by identity); None when unknown (a size that went through an untracked path)
+    carriers: Optional[Tuple["Value", ...]] = dataclasses.field(default=None, compare=False,
+                                                                repr=False)
 
     # -- predicates rules use ---------------------------------------------------------------
     @property
@@ -330,6 +334,7 @@ class Value:
             (self.dims is None or other.dims is None) else UNKNOWN_DIMS,
             dim=dim,
             const=self.const if self.const == other.const else None,
+            carriers=_join_carriers(self, other),
         )
 
     def derived(self) -> "Value":
@@ -340,6 +345,18 @@ class Value:
 
 
 UNKNOWN = Value()
+
+
+def _join_carriers(a: Value, b: Value) -> Optional[Tuple[Value, ...]]:
+    """The tensors a joined size was read from: both sides' (a size and a number that is not
+    one keep the size's); unknown if a size side's are unknown."""
+    sized = [v for v in (a, b) if v.is_size or v.is_shape]
+    if not sized or any(v.carriers is None for v in sized):
+        return None
+    out: Tuple[Value, ...] = ()
+    for v in sized:
+        out += tuple(c for c in v.carriers if not any(c is o for o in out))  # type: ignore[union-attr]
+    return out
 
 
 def tracked(*values: Value) -> Value:

@@ -352,6 +352,7 @@ class Walker:
         self.crossed: Dict[str, cst.CSTNode] = {}
         #: per-instance attributes already read after the graph break
         self.read_after_break: set = set()
+        self._names: Optional[List[Tuple[str, int]]] = None  # (see reads_after)
         #: parameters holding ints that differ between calls (sizes, data, a loop index over
         #: modules), until their first read; and those first reads (see ``frame_inputs``)
         self.params_unread: Dict[str, Value] = {
@@ -403,11 +404,38 @@ class Walker:
         self.a.add_graph_inputs(self.env.values())  # its inputs: the live locals
         if self.in_module_init():
             return  # "Uninitialized nn.Module": no resume frame, the rest runs eagerly
+        if self.data_guards:
+            return  # it may not run (`if is_global_attn:` was False in every longformer call)
         # each resume frame takes the live ints as new inputs and guards them again at its
         # first read of each (longformer: seq_len after each of two breaks, lines 828/847)
         for name, v in self.env.items():
+            if v.is_size and v.varies and self.carried_across(v, node):
+                continue
             if (v.is_size and v.varies) or (Tag.DATA in v.tags and not v.is_tensor):
                 self.crossed.setdefault(name, node)
+
+    def carried_across(self, size: Value, at: cst.CSTNode) -> bool:
+        """Whether every tensor ``size`` was read from crosses the break too (bound to the same
+        local and read after it): the resumed frame then takes that tensor as an input, whose
+        dim changes whenever the int does. That recompile is torch's own (automatic dynamic
+        shapes), in which the int turns dynamic as well, so the int costs nothing more
+        (longformer 828 and 1352, tests/cases/real r23: never blamed)."""
+        if not size.carriers:
+            return False
+        reads = self.reads_after(at)
+        for tensor in size.carriers:
+            if not any(v is tensor and name in reads for name, v in self.env.items()):
+                return False
+        return True
+
+    def reads_after(self, at: cst.CSTNode) -> set:
+        """Names the function reads after ``at`` (anywhere, inside a loop)."""
+        if self._names is None:
+            self._names = [(n.value, self.ctx.line(n)) for n in _names_in(self.ctx.info.node)]
+        if self.loops:
+            return {name for name, _ in self._names}
+        line = self.ctx.line(at)
+        return {name for name, ln in self._names if ln > line}
 
     def in_module_init(self) -> bool:
         return self.ctx.info.name == "__init__" and self.cls is not None and \
@@ -691,7 +719,8 @@ class Walker:
         if v.is_shape and v.origin is not None:
             d = shapes.dims_of(v).at(i) if v.dims is not None and v.dims.rank is not None else \
                 (shapes.dims_of(v).front[i] if v.dims is not None and i < len(v.dims.front) else None)
-            return results.size_value(v.origin.derive("{}[%d]" % i), d, direct=True)
+            return results.size_value(v.origin.derive("{}[%d]" % i), d, direct=True).with_(
+                carriers=v.carriers)
         if v.is_tensor:
             return Value(kinds=_TENSOR, origin=v.origin,
                          dims=_drop0(v.dims))
@@ -1050,9 +1079,11 @@ class Walker:
                 i = idx.const if isinstance(idx.const, int) else None
                 d = shapes.dims_of(container).at(i) if i is not None else \
                     join_dims(*shapes.dims_of(container).all())
-                return results.size_value(self.origin(node), d, direct=True)
+                return results.size_value(self.origin(node), d, direct=True).with_(
+                    carriers=container.carriers)
             sub = shapes.index_dims(shapes.dims_of(container), parts)
-            return Value(kinds=frozenset({Kind.SHAPE}), origin=self.origin(node), dims=sub)
+            return Value(kinds=frozenset({Kind.SHAPE}), origin=self.origin(node), dims=sub,
+                         carriers=container.carriers)
         if container.is_tensor:
             for iv, _ in indices:
                 self.emit("on_subscript", api.Subscript(node, iv, self.ctx, container=container))
@@ -1191,7 +1222,7 @@ class Walker:
         if left.dim is not None or right.dim is not None:
             dim = join_dims(shapes.size_dim(left), shapes.size_dim(right))
         return Value(kinds=kinds, tags=merged.tags & _KEPT, origin=merged.origin, dim=dim,
-                     detail=merged.detail, zero_one=False)
+                     detail=merged.detail, zero_one=False, carriers=merged.carriers)
 
     def ev_BinaryOperation(self, node: cst.BinaryOperation) -> Value:
         left = self.ev(node.left)
@@ -1639,6 +1670,20 @@ def _drop0(dims: Optional[Dims]) -> Optional[Dims]:
 def _all_const() -> Dims:
     """A parameter's or buffer's dims: fixed, whatever its rank."""
     return Dims((CONST_DIM,) * 4, (CONST_DIM,) * 4, None)
+
+
+def _names_in(node: Optional[cst.CSTNode]) -> List[cst.Name]:
+    """The names a function's body mentions (reads and writes alike: an over-count of what is
+    live, which errs towards taking an int as carried, so towards not reporting it)."""
+    found: List[cst.Name] = []
+
+    class _Collect(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            found.append(n)
+
+    if node is not None:
+        node.visit(_Collect())
+    return found
 
 
 def _varies_between_calls(v: Value) -> bool:

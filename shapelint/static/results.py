@@ -191,15 +191,17 @@ def tensor_method(recv: Value, method: str, args: Args, kwargs: Kwargs, origin: 
         if d is not None:
             idx = d.const if isinstance(d.const, int) else None
             dim = shapes.dims_of(recv).at(idx) if idx is not None else None
-            return size_value(origin, dim, direct=True), {"dim": d}
-        return Value(kinds=frozenset({Kind.SHAPE}), origin=origin, dims=recv.dims), {}
+            return size_value(origin, dim, direct=True).with_(carriers=(recv,)), {"dim": d}
+        return Value(kinds=frozenset({Kind.SHAPE}), origin=origin, dims=recv.dims,
+                     carriers=(recv,)), {}
     return torch_result(f"Tensor.{method}", method, args, kwargs, origin, receiver=recv)
 
 
 def tensor_attribute(recv: Value, attr: str, origin: Origin) -> Value:
     """``recv.attr`` for a tensor ``recv``."""
     if attr == "shape":
-        return Value(kinds=frozenset({Kind.SHAPE}), origin=origin, dims=recv.dims)
+        return Value(kinds=frozenset({Kind.SHAPE}), origin=origin, dims=recv.dims,
+                     carriers=(recv,))
     if attr in ("T", "mT", "H", "mH"):
         d = shapes.dims_of(recv)
         dims = Dims.of(*reversed(d.front)) if d.rank is not None and d.rank <= 2 else None
