@@ -20,10 +20,10 @@ class SizeAcrossBreak(Rule):
     shapes make it symbolic (one more compile), or on every change under `dynamic=False`.
     A layer index passed into a function that breaks recompiles it for the second layer.
 
-    This is a preview rule: torch names only the first failing guard of a recompile, and when a
-    tensor input of the same frame changed size at the same time the recompile is torch's own
-    (automatic dynamic) and the int costs nothing more; the rule cannot tell which ints change
-    on their own.
+    torch names only the first failing guard of a recompile. An int read from a tensor that
+    the resumed frame reads no later than the int is not reported: that tensor's guard fails
+    first, a recompile torch makes itself (automatic dynamic shapes) in which the int turns
+    dynamic too, so the int costs nothing more.
 
     ## Example
     ```python
@@ -42,8 +42,7 @@ class SizeAcrossBreak(Rule):
     name = "size-across-break"
     summary = "A size held in a Python int crosses a graph break and is guarded by value"
     evidence = ("recompile",)
-    measured_precision = 0.5  # 2 of 4 (bench/zoo.py score); 2 of 5 on tests/cases/real
-    preview = True
+    measured_precision = 1.0  # 7 of 7 (bench/zoo.py score); 2 of 3 on tests/cases/real
     hint = "remove the graph break (keep the value a tensor), so that the size stays symbolic"
     VALID = ['''
 import torch

@@ -247,6 +247,21 @@ def test_user_rules_from_rule_paths(tmp_path):
     assert bad.returncode == 2 and "nowhere" in bad.stderr
 
 
+def test_editing_a_rule_invalidates_the_cache(tmp_path):
+    """The cache key holds the code that makes the findings: a user's rule edited in place
+    (or shapelint's own, in a checkout) must not replay what the old code found."""
+    write_tree(tmp_path, {"my_rules/sync.py": USER_RULE,
+                          "m.py": "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+                                  "        torch.cuda.synchronize()\n        return x\n"})
+    (tmp_path / "shapelint.toml").write_text('rule-paths = ["my_rules"]\nignore = ["SL1", "SL4"]\n')
+    first = run(["check", "m.py"], tmp_path)
+    assert "synchronizes inside the compiled region" in first.stdout, first.stdout + first.stderr
+    rule = tmp_path / "my_rules" / "sync.py"
+    rule.write_text(USER_RULE.replace("synchronizes inside", "syncs inside"))
+    second = run(["check", "m.py"], tmp_path)
+    assert "syncs inside the compiled region" in second.stdout, second.stdout + second.stderr
+
+
 def test_huge_and_unreadable_files(tmp_path):
     write_tree(tmp_path, {"ok.py": HAZARD})
     with open(tmp_path / "huge.py", "w") as fh:  # 50 MB of valid Python

@@ -64,10 +64,33 @@ class RunCache:
                      "\0".join(sorted(os.path.abspath(p) for p in paths))):
             h.update(part.encode())
             h.update(b"\0")
-        for f in sorted(files):
+        for f in sorted(files) + self.code_files():
             h.update(f.encode())
             h.update((self.digest(f) or "unreadable").encode())
         return h.hexdigest()[:32]
+
+    def code_files(self) -> List[str]:
+        """The code that makes the findings: shapelint's engine, its rules and the rules of
+        ``rule-paths``. A rule edited in place (a user's own, or a checkout of shapelint
+        between releases) must not replay what the old code found."""
+        base = os.path.abspath(self.settings.base_dir)
+        roots = [os.path.dirname(os.path.abspath(__file__)), os.path.dirname(os.path.dirname(
+            os.path.abspath(__file__)))]
+        try:
+            import shapelint.rules as builtin
+
+            roots.append(os.path.dirname(os.path.abspath(builtin.__file__)))
+        except ImportError:  # pragma: no cover - the package is installed with its rules
+            pass
+        roots += [p if os.path.isabs(p) else os.path.join(base, p) for p in self.settings.rule_paths]
+        out: List[str] = []
+        for root in dict.fromkeys(roots):
+            try:
+                names = sorted(os.listdir(root))
+            except OSError:
+                continue
+            out += [os.path.join(root, n) for n in names if n.endswith(".py")]
+        return out
 
     # -- results --------------------------------------------------------------------------------
     def _result_path(self, key: str) -> str:

@@ -352,7 +352,10 @@ class Walker:
         self.crossed: Dict[str, cst.CSTNode] = {}
         #: per-instance attributes already read after the graph break
         self.read_after_break: set = set()
-        self._names: Optional[List[Tuple[str, int]]] = None  # (see reads_after)
+        #: per crossed size, the locals holding the tensors it was read from (see
+        #: ``carried_across``), and the names the function mentions, with their lines
+        self.carriers: Dict[str, Optional[List[set]]] = {}
+        self._names: Optional[List[Tuple[str, int]]] = None
         #: parameters holding ints that differ between calls (sizes, data, a loop index over
         #: modules), until their first read; and those first reads (see ``frame_inputs``)
         self.params_unread: Dict[str, Value] = {
@@ -409,33 +412,40 @@ class Walker:
         # each resume frame takes the live ints as new inputs and guards them again at its
         # first read of each (longformer: seq_len after each of two breaks, lines 828/847)
         for name, v in self.env.items():
-            if v.is_size and v.varies and self.carried_across(v, node):
-                continue
             if (v.is_size and v.varies) or (Tag.DATA in v.tags and not v.is_tensor):
-                self.crossed.setdefault(name, node)
+                if name not in self.crossed:
+                    self.crossed[name] = node
+                    self.carriers[name] = self.carrier_names(v) if v.is_size else None
 
-    def carried_across(self, size: Value, at: cst.CSTNode) -> bool:
-        """Whether every tensor ``size`` was read from crosses the break too (bound to the same
-        local and read after it): the resumed frame then takes that tensor as an input, whose
-        dim changes whenever the int does. That recompile is torch's own (automatic dynamic
-        shapes), in which the int turns dynamic as well, so the int costs nothing more
-        (longformer 828 and 1352, tests/cases/real r23: never blamed)."""
+    def carrier_names(self, size: Value) -> Optional[List[set]]:
+        """For each tensor ``size`` was read from, the locals bound to it now (None if one is
+        not bound: it does not cross the break)."""
         if not size.carriers:
-            return False
-        reads = self.reads_after(at)
+            return None
+        out = []
         for tensor in size.carriers:
-            if not any(v is tensor and name in reads for name, v in self.env.items()):
-                return False
-        return True
+            names = {n for n, v in self.env.items() if v is tensor}
+            if not names:
+                return None
+            out.append(names)
+        return out
 
-    def reads_after(self, at: cst.CSTNode) -> set:
-        """Names the function reads after ``at`` (anywhere, inside a loop)."""
+    def carried_across(self, name: str, brk: cst.CSTNode, read: cst.CSTNode) -> bool:
+        """Whether the resumed frame reads every tensor the int ``name`` was read from no later
+        than the int itself (after the break at ``brk``, first read at ``read``). That tensor
+        is then an input of the frame whose dim changes whenever the int does, and its guard
+        fails first: a recompile torch makes itself (automatic dynamic shapes), in which the int
+        turns dynamic as well, so the int costs nothing more (longformer 828 and 1352, cases
+        r13 and r23: never blamed). An int read first is named by torch (examples/decoder.py
+        line 44, longformer 538)."""
+        carriers = self.carriers.pop(name, None)
+        if not carriers:
+            return False
         if self._names is None:
             self._names = [(n.value, self.ctx.line(n)) for n in _names_in(self.ctx.info.node)]
-        if self.loops:
-            return {name for name, _ in self._names}
-        line = self.ctx.line(at)
-        return {name for name, ln in self._names if ln > line}
+        start, end = self.ctx.line(brk), self.ctx.line(read)
+        seen = {n for n, ln in self._names if start < ln <= end}
+        return all(names & seen for names in carriers)
 
     def in_module_init(self) -> bool:
         return self.ctx.info.name == "__init__" and self.cls is not None and \
@@ -686,6 +696,7 @@ class Walker:
         if isinstance(target, cst.Name):
             self.env[target.value] = v
             self.crossed.pop(target.value, None)  # a fresh value, traced in the new frame
+            self.carriers.pop(target.value, None)
             if self.broke_at is not None and not v.is_tensor and v.kinds and not v.kinds - NUMBERS \
                     and (Tag.DATA in v.tags or (self.returned_across is not None and
                                                 self.returned_across is self.ctx.stmt and
@@ -988,6 +999,8 @@ class Walker:
             if self._passthrough and self._passed is not None:
                 self._passed.append((node, v, None))
         where = self.crossed.pop(node.value, None)
+        if where is not None and self.carried_across(node.value, where, node):
+            where = None
         if where is not None:
             if self._passthrough and self._passed is not None:
                 self._passed.append((node, v, where))
