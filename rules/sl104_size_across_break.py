@@ -40,7 +40,7 @@ class SizeAcrossBreak(Rule):
 
     code = "SL104"
     name = "size-across-break"
-    summary = "A size held in a Python int crosses a graph break and is guarded by value"
+    summary = "A Python int that differs between calls enters a frame and is guarded by value"
     evidence = ("recompile",)
     measured_precision = 1.0  # 7 of 7 (bench/zoo.py score); 2 of 3 on tests/cases/real
     hint = "remove the graph break (keep the value a tensor), so that the size stays symbolic"
