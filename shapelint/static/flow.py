@@ -361,7 +361,7 @@ class Walker:
         self.params_unread: Dict[str, Value] = {
             name: v for name, v in args.items() if _varies_between_calls(v)} \
             if ctx.root != ctx.qualname else {}
-        self.param_reads: List[Tuple[cst.Name, Value, Any, bool]] = []
+        self.param_reads: List[Tuple[cst.Name, Value, Optional[cst.CSTNode], bool]] = []
 
     # -- helpers ----------------------------------------------------------------------------------
     def emit(self, hook: str, site: api.Site) -> None:
