@@ -518,13 +518,13 @@ class Recorder:
             for g in self._blame(text):
                 if not any(_same_guard(g, h) for h in guards):
                     guards.append(g)
-        also = self._also(ev.get("frame_id"))
-        # only beside a guard on a user line: when torch names an input whose dim changed
-        # (automatic dynamic, torch's own recompile), the ints that changed with it become
-        # dynamic in that same recompile and cost nothing more (tests/cases/real r23: line 63)
-        if not any(g.get("abspath") and g.get("detail") in ("value-guard", "shape-guard")
-                   for g in guards):
-            also = []
+        # only beside a guard on a user line of the same cache entry: when torch names an input
+        # whose dim changed (automatic dynamic, torch's own recompile), the ints that changed
+        # with it become dynamic in that same recompile and cost nothing more (tests/cases/real
+        # r23: line 63; examples/decoder.py's start_pos, which moves with the length)
+        named = {g.get("entry") for g in guards
+                 if g.get("abspath") and g.get("detail") in ("value-guard", "shape-guard")}
+        also = [g for g in self._also(ev.get("frame_id")) if g.get("entry") in named]
         for g in also:
             if not any(_same_guard(g, h) or (g.get("abspath"), g.get("line")) ==
                        (h.get("abspath"), h.get("line")) for h in guards):
