@@ -522,12 +522,12 @@ class Recorder:
         # whose dim changed (automatic dynamic, torch's own recompile), the ints that changed
         # with it become dynamic in that same recompile and cost nothing more (tests/cases/real
         # r23: line 63; examples/decoder.py's start_pos, which moves with the length)
-        named = {g.get("entry") for g in guards
-                 if g.get("abspath") and g.get("detail") in ("value-guard", "shape-guard")}
-        also = [g for g in self._also(ev.get("frame_id")) if g.get("entry") in named]
-        for g in also:
-            if not any(_same_guard(g, h) or (g.get("abspath"), g.get("line")) ==
-                       (h.get("abspath"), h.get("line")) for h in guards):
+        on_a_line = {g.get("entry") for g in guards
+                     if g.get("abspath") and g.get("detail") in ("value-guard", "shape-guard")}
+        for g in self._also(ev.get("frame_id")):
+            if g.get("entry") in on_a_line and not any(
+                    (g.get("abspath"), g.get("line")) == (h.get("abspath"), h.get("line"))
+                    for h in guards):
                 guards.append(g)
         if not guards:
             guards = [{"detail": "unknown", "text": "torch gave no reason", "note": "torch gave no reason"}]

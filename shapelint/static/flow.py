@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple, Union
+from typing import Callable, Dict, FrozenSet, List, Optional, Protocol, Sequence, Tuple, Union
 
 import libcst as cst
 import networkx as nx
@@ -148,9 +148,13 @@ class Analyzer:
     """Walks compiled regions of a Project and dispatches sites to rules."""
 
     def __init__(self, project: Project, dispatch: Dispatch, regions: Regions,
-                 journal: Optional["Journal"] = None) -> None:
+                 journal: Optional["Journal"] = None,
+                 hooks: Optional[FrozenSet[str]] = None) -> None:
         self.project = project
         self.dispatch = dispatch
+        #: the hooks some enabled rule implements (None: all); sites no rule reads and that
+        #: never break the graph are not built
+        self.hooks = hooks
         #: the reports of the walk under way, so that a frame Dynamo skips can take its back
         self.journal = journal
         self.regions = regions
@@ -1124,7 +1128,10 @@ class Walker:
 
     def _emit_slices(self, node: cst.Subscript, container: Value,
                      parts: List[Tuple[str, Optional[Value], Tuple[Optional[Value], ...]]]) -> None:
-        """One ``on_slice`` per ``lower:upper:step`` of a tensor subscript, with its dim."""
+        """One ``on_slice`` per ``lower:upper:step`` of a tensor subscript, with its dim (none
+        when no enabled rule reads slices: a slice never breaks the graph)."""
+        if self.a.hooks is not None and "on_slice" not in self.a.hooks:
+            return
         dims = shapes.source_dims(shapes.dims_of(container), parts)
         for el, (kind, _, bounds), dim in zip(node.slice, parts, dims):
             if kind != "slice" or not isinstance(el.slice, cst.Slice):
