@@ -1,68 +1,85 @@
-"""The zoo benchmark: torch judges the static pass on real library code.
+"""The zoo benchmark: torch judges the static pass on real library code it was not tuned on.
 
-    python bench/zoo.py fetch                       # pinned libraries into bench/_downloads
-    python bench/zoo.py replay [--only NAME...] [-j 2] [--modes auto,true] [--force]
-                               [--harness-ref REF]  # slow; results cached per model and mode
-    python bench/zoo.py score [--verbose] [--rule SL101] [--skip-all] [--no-view]   # fast
-    python bench/zoo.py targets                     # the zoo as [[targets]] tables
+    python bench/zoo.py fetch                 # pinned libraries into bench/_downloads
+    python bench/zoo.py score [--split tune|held-out|all] [--json] [--verbose] [--rule SL101]
+    python bench/zoo.py table                 # tune, held-out and all side by side (README)
+    python bench/zoo.py replay [--lib L] [--only NAME...] [--limit N] [-j 1] [--force]
+                               [--retry-failed] [--harness-ref REF] [--timeout 240]
+    python bench/zoo.py probe [--lib L]       # build + eager probe only (fast; no compile)
+    python bench/zoo.py status                # records per library: ok, failed, stale, missing
 
-**replay** fetches transformers 5.23.0, diffusers 0.42.1 and timm 1.0.31 (and their runtime
-dependencies, never torch) into ``bench/_downloads``, then replays every model of
-``bench/zoo_models.py`` with shapelint's harness (``shapelint.harness.runner.run_target``: one
-subprocess per target, backend eager, CPU, no_grad, seed 0) at its batch sizes and sequence
-lengths, in both dynamic modes (``auto``, torch's default, and ``true``). Each target+mode is
-stored in ``bench/_downloads/zoo/<name>.<mode>.json``: every event (kind, blamed file:line,
-reason, failed guard, the shape that triggered it) and the lines the compiled region executed
-(the harness's ``executed`` coverage). A stored result is reused while its entry's code and
-target settings are unchanged; ``--force`` replays anyway; ``--harness-ref HEAD`` replays with
-the committed harness instead of the working tree's. ``_replays.json`` logs each run's wall
-time, the workers' CPU seconds and the load average.
+**The models** are built by ``bench/zoo_build.py`` from the pinned libraries (transformers
+5.23.0, diffusers 0.42.1, timm 1.0.31; torchvision where it imports), mechanically: every
+transformers architecture's base model from a shrunk default config, every timm family's
+smallest model, every diffusers UNet/transformer/autoencoder/ControlNet class, torchvision's
+builders. Nobody picks a model or writes its config; ``zoo_build.py``'s docstring gives the
+rules (the catalogue, the shrink table, the inputs from the forward's signature, the sizes
+an eager probe accepts, the order of the shapes).
 
-**score** runs ``shapelint check --format json --no-cache`` over the library files the replays
-executed (and any file an event blames), once with the default rules and once with
-``--select ALL --preview``, under a generated config whose ``dynamic-dims`` declares, per argument name,
-the dims the zoo varies (the union over the entries), and scores the findings:
+**replay** (slow, hours on 2 cores; resumable) runs shapelint's harness
+(``shapelint.harness.runner.run_target``: one subprocess per target, backend eager, CPU, no_grad,
+seed 0) on each model over batch sizes 1, 2, 3, 4, 8, 16 and the probe's lengths or sides, in
+both dynamic modes (``auto``, ``true``). The harness is never the working tree's: it is
+imported from a ``git archive`` of a pinned commit (``bench/zoo_records/_harness.json``: the
+commit and the digest of its ``shapelint/harness/*.py``; ``--harness-ref REF`` pins another).
+Each model's compact record is written as soon as it finishes, to
+``bench/zoo_records/<lib>/<name>.json`` (committed): its versions (record format, torch,
+the libraries, the harness digest, the builder's version), the probe's plan, per mode the
+events (kind, detail, every blamed place with its role, framework/benign flags, shape,
+reason) and the library lines the compiled region executed (as ranges; paths relative to
+``bench/_downloads/zoo-libs``). A model is replayed only when it has no record or its
+record's versions differ from the current ones (``--force``: always; ``--retry-failed``: also
+the ones that failed). A model that fails to build, probe or replay is recorded with its
+error and the sweep goes on; a mode that times out (``--timeout`` s, default 240) keeps what
+it measured.
 
-- *Visible blamed lines*: lines of the three libraries torch blamed an event on (recompile,
-  specialization, graph-break, compile-error). Not counted: recompiles with no line (automatic
-  dynamic's ``size mismatch`` promotion of an input, duck sizing, the harness's own marking,
-  stride guards of resumed frames), guards with an empty user stack (added by the backend),
-  the implicit ``2 <= s`` guard of torch's 0/1 specialization (its line is only the first use
-  of the size), guards torch adds itself while running an op (``TORCH_GUARDS``: CPU convolution
-  backend and memory-format choices, blamed on the line that calls the convolution), benign
-  specializations (of a dim that never varied), and lines outside the libraries (torch,
-  ``bench/zoo_models.py``).
-- *Matching*: a finding and a blamed line match when they sit in the same statement (for
-  ``if``/``for``/``while``/``with``/``def``, its header): torch names a statement by the line of
-  the instruction that guarded, a rule the line of the sub-expression it judges.
-- **recall** = visible blamed lines a finding matches / visible blamed lines. A recompile whose
-  guards failed at several lines is one event: when a finding matches one of its lines, its
-  other lines count as matched too. Per kind: the same over that kind's lines. Per rule: the
-  lines of the kinds the rule predicts (its ``evidence``) that a finding *of that rule* matches,
-  over all lines of those kinds (a rule's share; shares of rules predicting one kind add up).
-- **precision** = true / (true + false) over findings on executed lines (a line of the
-  finding's statement ran in a replay). *True*: a visible blamed line matches it (for SL302,
-  which sits on the write of module state while torch blames the read: also a value guard in
-  the same file naming the attribute, as ``shapelint run`` confirms it). *False*: torch never
-  blamed it, unless ``EXCUSES`` gives a written reason why this sweep cannot show it (excused
-  findings are left out and printed per reason). Findings on lines no replay executed are
-  neither (counted as ``not-run``).
+**score** (minutes, from the committed records alone; never replays) refuses every record
+whose versions are not the current ones (listed as ``stale``, never mixed in), runs the
+working tree's static pass (``shapelint check --format json --no-cache``, the default rules,
+the default settings: no ``dynamic-dims``) over the library files the replays executed or
+blamed, and judges it:
 
-``--verbose`` lists each false finding (file:line, rule, source) and each missed blamed line
-(file:line, kind, reason, failed guard, shape, targets, source). The last line is
-``TOTAL recall=R precision=P`` for the default rules.
+- *precision*: every default-rule finding (of a rule that predicts a torch event: not SL001,
+  not the runtime-only SL9xx) on a statement a replay executed is judged. It is *true* when a
+  replay's event names a line of that statement: the event's own line, a failed guard's line,
+  or a call in a value guard's stack (what ``shapelint run`` counts as ``confirmed``; for
+  SL302, which sits on a write of module state, also a value guard in the same file naming the
+  attribute), else *false*. Nothing is excused. Findings on statements no replay executed are
+  *unjudged* (``--verbose`` lists each with its reason); ``judged_share`` = judged / all
+  findings in the checked files.
+- *recall*: the pool is every library line an event of kind recompile, specialization,
+  graph-break or compile-error names as its own line or a failed guard's line, less these
+  exclusions (each a flag or kind torch's harness sets, counted in the output): a call in a
+  value guard's stack (the caller is not the cause); a guard torch adds in its own framework
+  code (``framework``: CPU convolution's ``batch < 16``, kernel shape checks); a benign
+  specialization (a size that never varied); a ``size-one`` recompile (torch's 0/1
+  specialization: its line is only the first use of the size); an event whose place is
+  outside the libraries (torch, the zoo's builder). *direct_recall*: the lines whose statement
+  a finding covers. *recall* (grouped): also a line every recompile of which is covered at
+  another of its lines (that recompile was predicted).
+
+**The split**: each model is ``tune`` or ``held-out`` by the parity of the first byte of
+sha256(name); a model cited as evidence anywhere (code, tests, commits, the old hand-picked
+zoo) is listed in ``bench/zoo_records/_tune.txt`` and is ``tune`` whatever its hash.
+
+``score --json`` prints one JSON object (keys: ``split``, ``models``, ``failed``, ``partial``,
+``stale``, ``findings``, ``judged``, ``judged_share``, ``true``, ``false``, ``precision``,
+``recall``, ``direct_recall``, ``recall_by_kind``, ``blamed_lines``, ``excluded``,
+``unjudged``, ``rules``, ...).
 """
 
 from __future__ import annotations
 
 import argparse
 import glob
+import hashlib
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
@@ -72,7 +89,12 @@ REPO = os.path.dirname(HERE)
 DOWNLOADS = os.path.join(HERE, "_downloads")
 LIBS = os.path.join(DOWNLOADS, "zoo-libs")
 SITE = os.path.join(DOWNLOADS, "zoo-site")
-RESULTS = os.path.join(DOWNLOADS, "zoo")
+RECORDS = os.path.join(HERE, "zoo_records")
+PIN_FILE = os.path.join(RECORDS, "_harness.json")
+TUNE_FILE = os.path.join(RECORDS, "_tune.txt")
+CATALOGUE_FILE = os.path.join(RECORDS, "_catalogue.json")
+PROBES = os.path.join(DOWNLOADS, "zoo-probe.jsonl")
+WORK = os.path.join(DOWNLOADS, "zoo-work")
 
 #: the libraries under test: installed with --no-deps, never committed
 LIBRARIES = {"transformers": "5.23.0", "diffusers": "0.42.1", "timm": "1.0.31"}
@@ -82,9 +104,16 @@ RUNTIME_DEPS = ["huggingface-hub==2.4.0", "numpy==2.4.6", "regex==2026.11.15",
                 "tokenizers==0.23.3", "typer==0.29.2", "safetensors==0.8.0", "tqdm==4.70.1",
                 "importlib-metadata==10.2.0", "requests==2.34.2", "Pillow==13.0.0",
                 "filelock==4.2.12", "pyyaml==6.0.3", "packaging==26.3"]
+#: torchvision's wheel, apart from zoo-libs (transformers would take it as importable; its
+#: compiled ops do not load beside this torch: bench/zoo_build.py imports its Python only)
+TV = os.path.join(DOWNLOADS, "zoo-tv")
+TORCHVISION = "0.29.1"
 #: unpacked wheels to copy instead of downloading (saves a minute; optional)
 TREES = os.environ.get("SHAPELINT_ZOO_TREES", "/work/trees")
 MODES = ("auto", "true")
+#: what a record holds and how (bump when that changes: every record is then replayed)
+RECORD_FORMAT = 1
+KINDS = ("recompile", "specialization", "graph-break", "compile-error")
 
 
 # -- fetch ----------------------------------------------------------------------------------------
@@ -117,6 +146,10 @@ def fetch() -> None:
         else:
             _pip("install", "--no-deps", "--only-binary=:all:", "--no-compile", "--target", LIBS,
                  f"{pkg}=={version}")
+    if _installed_version(TV, "torchvision") != TORCHVISION:
+        shutil.rmtree(TV, ignore_errors=True)
+        _pip("install", "--no-deps", "--only-binary=:all:", "--no-compile", "--target", TV,
+             f"torchvision=={TORCHVISION}")
     marker = os.path.join(SITE, ".zoo-deps")
     wanted = "\n".join(RUNTIME_DEPS)
     try:
@@ -132,37 +165,26 @@ def fetch() -> None:
             fh.write(wanted)
 
 
-
-# -- replay ---------------------------------------------------------------------------------------
-def _zoo():
-    sys.path.insert(0, HERE)
-    import zoo_models
-
-    return zoo_models
-
-
-def _rel(path: Optional[str]) -> Optional[str]:
-    """A path relative to the repository (stable across checkouts), or None."""
-    if not path:
+# -- versions, split ------------------------------------------------------------------------------
+def load_json(path: str) -> Any:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
         return None
-    ab = os.path.abspath(path)
-    rel = os.path.relpath(ab, REPO)
-    return ab if rel.startswith("..") else rel
 
 
-def _harness_digest(root: str = REPO) -> str:
-    """The harness's source: a result replayed by another harness is flagged by ``score``
-    (``replay --force`` replays it); an edit there does not silently cost a 30-minute replay."""
-    import hashlib
-
-    h = hashlib.sha256()
-    for f in sorted(glob.glob(os.path.join(root, "shapelint", "harness", "*.py"))):
-        with open(f, "rb") as fh:
-            h.update(fh.read())
-    return h.hexdigest()[:16]
+def write_json(path: str, doc: Any, indent: Optional[int] = None) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(doc, fh, indent=indent, separators=(",", ":") if indent is None else None,
+                  sort_keys=False)
+        fh.write("\n")
+    os.replace(tmp, path)
 
 
-def _torch_version() -> str:
+def torch_version() -> str:
     try:
         import importlib.metadata as md
 
@@ -171,307 +193,470 @@ def _torch_version() -> str:
         return "?"
 
 
-def specs_for(entries, modes: Iterable[str]):
+def harness_digest(root: str) -> str:
+    """The digest of a shapelint tree's ``shapelint/harness/*.py``."""
+    h = hashlib.sha256()
+    for f in sorted(glob.glob(os.path.join(root, "shapelint", "harness", "*.py"))):
+        h.update(os.path.basename(f).encode() + b"\0")
+        with open(f, "rb") as fh:
+            h.update(fh.read())
+    return h.hexdigest()[:16]
+
+
+#: the builder the probes and workers of this process use: a snapshot taken when a sweep
+#: starts (``snapshot_builder``), so editing bench/zoo_build.py never changes a running sweep
+BUILDER = os.path.join(HERE, "zoo_build.py")
+
+
+def builder_file_digest() -> str:
+    with open(BUILDER, "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()[:16]
+
+
+def snapshot_builder() -> None:
+    global BUILDER
+    with open(BUILDER, "rb") as fh:
+        data = fh.read()
+    dest = os.path.join(WORK, hashlib.sha256(data).hexdigest()[:16], "zoo_build.py")
+    os.makedirs(os.path.dirname(dest), exist_ok=True)
+    if not os.path.exists(dest):
+        with open(dest + ".tmp", "wb") as fh:
+            fh.write(data)
+        os.replace(dest + ".tmp", dest)
+    BUILDER = dest
+    os.environ["SHAPELINT_ZOO_BENCH"] = HERE  # where the snapshot finds bench/_downloads
+
+
+def builder_version() -> int:
+    sys.path.insert(0, HERE)
+    try:
+        import zoo_build
+    finally:
+        sys.path.remove(HERE)
+    return zoo_build.BUILDER_VERSION
+
+
+def current_versions(pin: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """What a record must have been replayed with to be scored (and not replayed again)."""
+    pin = pin if pin is not None else (load_json(PIN_FILE) or {})
+    return {"format": RECORD_FORMAT, "torch": torch_version(), "libraries": dict(LIBRARIES),
+            "harness": pin.get("digest"), "builder": builder_version()}
+
+
+def forced_tune() -> Set[str]:
+    out: Set[str] = set()
+    try:
+        with open(TUNE_FILE, encoding="utf-8") as fh:
+            for line in fh:
+                name = line.split("#", 1)[0].strip()
+                if name:
+                    out.add(name)
+    except OSError:
+        pass
+    return out
+
+
+def split_of(name: str, forced: Optional[Set[str]] = None) -> str:
+    """``tune`` or ``held-out``: forced ``tune`` when cited as evidence, else by the parity of
+    the first byte of sha256(name) (stable across machines, versions and catalogue changes)."""
+    if name in (forced if forced is not None else forced_tune()):
+        return "tune"
+    return "tune" if hashlib.sha256(name.encode()).digest()[0] % 2 == 0 else "held-out"
+
+
+# -- the pinned harness ---------------------------------------------------------------------------
+def pin_harness(ref: Optional[str]) -> Dict[str, Any]:
+    """The commit whose harness replays: ``ref`` when given (then recorded as the pin), else
+    the recorded pin, else HEAD. Its ``shapelint`` and ``rules`` are extracted with ``git
+    archive`` under bench/_downloads/zoo-harness/<commit>."""
+    pin = load_json(PIN_FILE) or {}
+    if ref or not pin.get("commit"):
+        commit = subprocess.run(["git", "rev-parse", ref or "HEAD"], cwd=REPO, capture_output=True,
+                                text=True, check=True).stdout.strip()
+    else:
+        commit = pin["commit"]
+    dest = os.path.join(DOWNLOADS, "zoo-harness", commit[:12])
+    if not os.path.isfile(os.path.join(dest, "shapelint", "harness", "runner.py")):
+        shutil.rmtree(dest, ignore_errors=True)
+        os.makedirs(dest)
+        archive = subprocess.run(["git", "archive", commit, "shapelint", "rules"], cwd=REPO,
+                                 capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", dest], input=archive, check=True)
+    new = {"commit": commit, "digest": harness_digest(dest)}
+    if new != {k: pin.get(k) for k in new}:
+        new["pinned"] = time.strftime("%Y-%m-%d %H:%M:%S")
+        write_json(PIN_FILE, new, indent=1)
+        pin = new
+    pin["root"] = dest
+    return pin
+
+
+def import_pinned_runner(root: str):
+    sys.path.insert(0, root)
+    for mod in [m for m in sys.modules if m == "shapelint" or m.startswith("shapelint.")]:
+        del sys.modules[mod]
+    from shapelint.harness import runner
     from shapelint.harness.target import TargetSpec
 
-    models = os.path.relpath(os.path.join(HERE, "zoo_models.py"), REPO)
-    for e in entries:
-        for mode in modes:
-            yield e, mode, TargetSpec(
-                name=f"{e.name}.{mode}", model=f"{models}:ZOO.{e.name}.build",
-                inputs=f"{models}:ZOO.{e.name}.inputs", batch_sizes=list(e.batches),
-                seq_lens=list(e.seqs) if e.seqs else None, dynamic=mode, backend="eager",
-                device="cpu", no_grad=True, seed=0, timeout=e.timeout, base_dir=REPO)
+    if not os.path.abspath(runner.__file__).startswith(os.path.abspath(root)):
+        raise SystemExit(f"zoo: the harness was not imported from {root}")
+    return runner.run_target, TargetSpec
 
 
-#: the target settings the zoo sets (a stored result is reused while they and the entry's code
-#: are the same)
-SPEC_FIELDS = ("name", "model", "inputs", "batch_sizes", "seq_lens", "dynamic", "backend",
-               "device", "no_grad", "seed", "timeout")
+# -- records --------------------------------------------------------------------------------------
+LIB_OF = {"hf": "transformers", "timm": "timm", "diffusers": "diffusers", "tv": "torchvision"}
 
 
-def fingerprint(e, spec) -> str:
-    """What a stored result depends on: the entry's code, its target, the libraries, torch."""
-    import hashlib
-    import inspect
-
-    fields = {k: getattr(spec, k) for k in SPEC_FIELDS}  # not to_json(): the harness adds keys
-    parts = [json.dumps(fields, sort_keys=True), repr(e.dims),
-             json.dumps(LIBRARIES, sort_keys=True), _torch_version()]
-    for fn in (e.factory, e.make_inputs):
-        try:
-            parts.append(inspect.getsource(fn))
-        except (OSError, TypeError):
-            parts.append(repr(fn))
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+def lib_of(name: str) -> str:
+    return LIB_OF.get(name.split("_", 1)[0], "other")
 
 
-def result_path(name: str, mode: str) -> str:
-    return os.path.join(RESULTS, f"{name}.{mode}.json")
+def record_path(name: str) -> str:
+    return os.path.join(RECORDS, lib_of(name), f"{name}.json")
 
 
-def load_result(path: str) -> Optional[Dict[str, Any]]:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except (OSError, ValueError):
-        return None
-
-
-EVENT_KEYS = (("recompiles", "recompile"), ("specializations", "specialization"),
-              ("graph_breaks", "graph-break"), ("compile_errors", "compile-error"))
-
-
-def normalize(e, mode: str, spec, res: Dict[str, Any], fp: str) -> Dict[str, Any]:
-    """The harness result, reduced to what scoring needs, paths relative to the repository."""
-    events = []
-    for key, kind in EVENT_KEYS:
-        for ev in res.get(key, []):
-            events.append({
-                "kind": kind, "detail": ev.get("kind"), "path": _rel(ev.get("abspath") or ev.get("path")),
-                "line": ev.get("line"), "reason": ev.get("reason") or ev.get("message"),
-                "shape": ev.get("shape"), "guard": ev.get("guard"), "note": ev.get("note"),
-                "registry_id": ev.get("registry_id"), "benign": ev.get("benign", False),
-                "sources": ev.get("sources"), "compile_id": ev.get("compile_id")})
-    executed = {_rel(p): ls for p, ls in (res.get("executed") or {}).items()}
-    return {"name": e.name, "mode": mode, "lib": e.lib, "kind": e.kind, "dims": e.dims,
-            "fingerprint": fp, "libraries": LIBRARIES, "torch_version": res.get("torch_version"),
-            "spec": spec.to_json(), "seconds": res.get("seconds"), "compiles": res.get("compiles"),
-            "error": res.get("error"), "problems": res.get("problems"),
-            "per_shape": res.get("per_shape"), "frames": res.get("frames"), "events": events,
-            "executed": executed, "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
-
-
-def _write_json(path: str, doc: Any) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(doc, fh, indent=1, sort_keys=False)
-    os.replace(tmp, path)
-
-
-def pinned_harness(ref: str) -> str:
-    """shapelint as committed at ``ref`` (``git archive``), for replays that must not see a
-    harness being edited in the working tree: the workers import shapelint from there."""
-    dest = os.path.join(DOWNLOADS, "zoo-harness")
-    shutil.rmtree(dest, ignore_errors=True)
-    os.makedirs(dest)
-    archive = subprocess.run(["git", "archive", ref, "shapelint", "rules"], cwd=REPO,
-                             capture_output=True, check=True).stdout
-    subprocess.run(["tar", "-x", "-C", dest], input=archive, check=True)
-    return dest
-
-
-def replay(only: List[str], jobs: int, modes: List[str], force: bool,
-           harness_ref: Optional[str] = None) -> int:
-    fetch()
-    zm = _zoo()
-    harness_root = REPO
-    if harness_ref:
-        harness_root = pinned_harness(harness_ref)
-        sys.path.insert(0, harness_root)
-        for mod in [m for m in sys.modules if m == "shapelint" or m.startswith("shapelint.")]:
-            del sys.modules[mod]
-    from shapelint.harness.runner import run_target
-
-    if not os.path.abspath(sys.modules["shapelint.harness.runner"].__file__).startswith(harness_root):
-        raise SystemExit(f"zoo: the harness was not imported from {harness_root}")
-
-    entries = zm.ZOO.entries()
-    if only:
-        unknown = [n for n in only if not hasattr(zm.ZOO, n)]
-        if unknown:
-            print(f"zoo: unknown entries {', '.join(unknown)}; known: "
-                  f"{', '.join(e.name for e in entries)}", file=sys.stderr)
-            return 2
-        entries = [e for e in entries if e.name in only]
-    os.makedirs(RESULTS, exist_ok=True)
-    if not only:  # results of entries the zoo no longer has
-        names = {e.name for e in entries}
-        for path in glob.glob(os.path.join(RESULTS, "*.json")):
-            doc = os.path.basename(path)
-            if not doc.startswith("_") and doc.rsplit(".", 2)[0] not in names:
-                os.remove(path)
-    harness = _harness_digest(harness_root)
-    todo = []
-    for e, mode, spec in specs_for(entries, modes):
-        fp = fingerprint(e, spec)
-        old = load_result(result_path(e.name, mode))
-        if old and old.get("fingerprint") == fp and not force:
-            print(f"zoo: {spec.name}: up to date ({old.get('seconds')} s, {old.get('compiles')} "
-                  f"compiles)", file=sys.stderr)
-            continue
-        todo.append((e, mode, spec, fp, (old or {}).get("seconds") or 0))
-    planned = len(entries) * len(modes)
-    todo.sort(key=lambda t: -t[4])  # longest first packs the pool best
-    started = time.time()
-    loads: List[float] = []  # the machine's 1-minute load, sampled as targets finish
-    import resource
-
-    cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    failed = []
-
-    def one(item):
-        e, mode, spec, fp, _ = item
-        run_spec = spec
-        if harness_ref:
-            # the worker runs `python -m shapelint.harness.worker` in base_dir, whose shapelint
-            # would shadow the pinned one: run it from the pinned copy, the model by its path
-            import dataclasses
-
-            run_spec = dataclasses.replace(
-                spec, base_dir=harness_root, model=os.path.join(REPO, spec.model),
-                inputs=os.path.join(REPO, spec.inputs))
-        res = run_target(run_spec)
-        doc = normalize(e, mode, spec, res, fp)
-        doc["harness"] = harness
-        doc["harness_ref"] = harness_ref or "working tree"
-        loads.append(os.getloadavg()[0])
-        _write_json(result_path(e.name, mode), doc)
-        status = f"ERROR {doc['error']}" if doc["error"] else "ok"
-        n_ev = sum(1 for ev in doc["events"] if ev["line"])
-        print(f"zoo: {spec.name}: {doc['compiles']} compiles, {n_ev} events with a line, "
-              f"{sum(len(v) for v in doc['executed'].values())} lines executed, "
-              f"{doc['seconds']} s, {status}", file=sys.stderr, flush=True)
-        if doc["error"]:
-            failed.append(spec.name)
-        return doc
-
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        list(pool.map(one, todo))
-    wall = round(time.time() - started, 1)
-    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    # CPU seconds of every worker: what the replay costs whatever else runs on the machine
-    cpu = round(cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime, 1)
-    if todo:
-        log = os.path.join(RESULTS, "_replays.json")
-        runs = load_result(log) or []
-        runs.append({"finished": time.strftime("%Y-%m-%d %H:%M:%S"), "wall_s": wall,
-                     "cpu_s": cpu, "load_avg": round(sum(loads) / max(1, len(loads)), 1),
-                     "harness_ref": harness_ref or "working tree",
-                     "jobs": jobs, "cpus": os.cpu_count(), "targets": len(todo),
-                     "target_seconds": round(sum((load_result(result_path(t[0].name, t[1])) or {})
-                                                 .get("seconds") or 0 for t in todo), 1),
-                     # every target of the zoo replayed in this run (none reused)
-                     "complete": not only and set(modes) == set(MODES) and len(todo) == planned})
-        _write_json(log, runs)
-    print(f"zoo: replayed {len(todo)} target(s) in {wall} s with -j {jobs} ({cpu} CPU s)"
-          + (f"; failed: {', '.join(failed)}" if failed else ""), file=sys.stderr)
-    return 0
-
-
-
-# -- score ----------------------------------------------------------------------------------------
-#: Why the sweep cannot show a finding. A finding on an executed line that torch never blamed is
-#: false unless an entry here matches it: every key given must match, ``rule`` (a code),
-#: ``at`` (``lib/path.py:line`` relative to bench/_downloads/zoo-libs, or a list of them; any line
-#: of the finding)
-#: and ``source`` (a regex searched in the finding's source line). Matched findings are left
-#: out of precision and printed per reason. Each reason says what the zoo does not vary.
-EXCUSES: List[Dict[str, Any]] = [
-    {"rule": "SL106",
-     "reason": "CPU convolution's batch < 16 guard: the zoo sweeps batches up to 8 (a batch of 16 "
-               "would add a compile per convnet and mode), so the threshold is never crossed"},
-    {"rule": "SL301",
-     "reason": "int/bool arguments of an entry: the zoo never varies a Python scalar argument "
-               "(only tensor dims), so no value guard on one can fail"},
-    {"rule": "SL305",
-     "reason": "a branch on whether a None-default argument holds a tensor: the zoo passes the "
-               "same arguments at every shape (never a tensor one call and None the next)"},
-    {"rule": "SL304",
-     "reason": "a module global rebound with `global`: nothing in a replay rebinds it between "
-               "calls"},
-    {"source": r"dtype == torch\.float16",
-     "reason": "a condition on the float16 dtype: the zoo runs float32 only, so what follows "
-               "`dtype == torch.float16 and` never runs"},
-    {"at": "timm/layers/patch_embed.py:124", "reason": "strict image size: the model asserts "
-     "H == img_size on this line, so no entry that reaches it can vary H"},
-    {"at": "timm/layers/patch_embed.py:125", "reason": "strict image size: the model asserts "
-     "W == img_size on this line, so no entry that reaches it can vary W"},
-    {"at": ["timm/layers/pos_embed.py:34", "timm/layers/pos_embed.py:35"],
-     "reason": "shadowed: H and W are already specialized upstream by the f-string messages of "
-               "patch_embed.py:129/133 (SL103, confirmed), so these size tests see constants; "
-               "with those asserts removed torch blames pos_embed.py:34 (measured on "
-               "timm_vit_dynamic, dynamic=True, sides 32/48/64)"},
-    {"source": r"if crop_scale and ", "reason": "behind CrossViT's `crop_scale`, a setting the "
-     "zoo leaves False: the size tests after `crop_scale and` never run"},
-    {"at": "transformers/models/big_bird/modeling_big_bird.py:1669", "reason": "BigBirdModel."
-     "forward runs eagerly: torch cannot resume from its graph break at line 1580 "
-     "(`logger.warning`, \"Failed to handle graph break gracefully. Skipping the function\"), "
-     "so nothing after it in that frame is guarded"},
-    {"at": ["transformers/models/swin/modeling_swin.py:269",
-            "transformers/models/swin/modeling_swin.py:272",
-            "transformers/models/swin/modeling_swin.py:563"],
-     "reason": "HF Swin replays at one resolution (each compile at a dynamic side took 100-300 s): "
-               "its padding branches on the image side never flip"},
-]
-
-#: recompile kinds with a line a static pass can see; "size-one" (a size-1 input after a dynamic
-#: compile) is torch's own 0/1 specialization: its line is only the first use of the size
-VISIBLE_RECOMPILES = {"shape-guard", "value-guard"}
-KINDS = ("recompile", "specialization", "graph-break", "compile-error")
-
-
-def load_results() -> List[Dict[str, Any]]:
-    """The stored replays of the entries the zoo has now (a removed entry's file is ignored)."""
-    names = {e.name for e in _zoo().ZOO.entries()}
+def load_records() -> List[Dict[str, Any]]:
     out = []
-    for path in sorted(glob.glob(os.path.join(RESULTS, "*.json"))):
-        if os.path.basename(path).startswith("_"):
-            continue
-        doc = load_result(path)
-        if doc and "events" in doc and doc.get("name") in names:
+    for path in sorted(glob.glob(os.path.join(RECORDS, "*", "*.json"))):
+        doc = load_json(path)
+        if isinstance(doc, dict) and doc.get("name"):
             out.append(doc)
     return out
 
 
-def lib_root() -> str:
-    return _rel(LIBS) + os.sep
+def ranges(lines: Iterable[int]) -> str:
+    """[1, 2, 3, 7, 9, 10] -> '1-3,7,9-10'."""
+    out: List[str] = []
+    xs = sorted(set(int(x) for x in lines))
+    i = 0
+    while i < len(xs):
+        j = i
+        while j + 1 < len(xs) and xs[j + 1] == xs[j] + 1:
+            j += 1
+        out.append(str(xs[i]) if i == j else f"{xs[i]}-{xs[j]}")
+        i = j + 1
+    return ",".join(out)
 
 
-#: Guards torch adds itself while running an op, not because of the user's Python: the harness
-#: blames them on the line that called the op (``self.conv1(x)``), where no rule can see them.
-#: Matched against the failed guard (re-evaluated by the harness); each pattern was traced to
-#: the torch frame that adds it with TORCH_LOGS=+dynamic on torch 2.13, CPU.
-TORCH_GUARDS: List[Tuple[str, str]] = [
-    (r"<= 20480$", "CPU convolution backend choice: torch._C._select_conv_backend "
-                   "(_subclasses/fake_impls.py, conv) compares the input's area with a constant"),
-    (r"^s\d+(\*s\d+)* < 16$", "CPU convolution's batch < 16 guard (_subclasses/fake_impls.py, "
-                              "conv); a 3-D UNet's conv sees batch x frames"),
-    (r"^Eq\(\(\(\(s\d+ - 1\)//32\)\) \+ 1, 1\)$",
-     "batch_norm's fake kernel (_subclasses/fake_impls.py, infer_size) tests whether the spatial "
-     "size is at most 32"),
-    (r"^Max\(1, \(s\d+//\d+\)\) >= Max\(1, \(s\d+//\d+\)\)",
-     "the stride order of a convolution's output (_prims_common, __lt__) compares a derived "
-     "size with 1"),
-]
+def unranges(text: str) -> Set[int]:
+    out: Set[int] = set()
+    for part in (text or "").split(","):
+        if not part:
+            continue
+        a, _, b = part.partition("-")
+        out.update(range(int(a), int(b or a) + 1))
+    return out
 
 
-def torch_guard(ev: Dict[str, Any]) -> Optional[str]:
-    guard = ev.get("guard") or ""
-    for pattern, why in TORCH_GUARDS:
-        if guard and re.search(pattern, guard):
-            return why
-    return None
+def lib_path(path: Optional[str]) -> Optional[str]:
+    """A path relative to zoo-libs ('transformers/models/...'), or '~' + where it is outside."""
+    if not path:
+        return None
+    ab = os.path.abspath(path)
+    for root in (LIBS, TV):
+        root = os.path.abspath(root) + os.sep
+        if ab.startswith(root):
+            return ab[len(root):].replace(os.sep, "/")
+    m = re.search(r"[/\\](site-packages|dist-packages)[/\\](.*)$", ab)
+    if m:
+        return "~" + m.group(2).replace(os.sep, "/")
+    return "~" + os.path.basename(ab)
 
 
-def visible(ev: Dict[str, Any]) -> Optional[str]:
-    """None when a static pass can see the event's line, else why not (see the docstring)."""
-    if not ev.get("path") or not ev.get("line"):
-        return f"no line ({ev.get('detail') or ev['kind']})"
-    if not ev["path"].startswith(lib_root()):
-        return "outside the libraries"
-    if ev["kind"] == "recompile" and ev.get("detail") not in VISIBLE_RECOMPILES:
-        return f"recompile ({ev.get('detail')})"
-    if ev["kind"] == "recompile" and torch_guard(ev):
-        return "torch's own guard (TORCH_GUARDS)"
-    if ev["kind"] == "specialization" and ev.get("benign"):
-        return "benign specialization (a dim that never varied)"
-    return None
+def _shape_text(plan: Dict[str, Any], shape: Any) -> Optional[str]:
+    """The harness's shape (batch 1, seq_len = plan index) as the real one."""
+    if not isinstance(shape, dict) or shape.get("seq_len") is None:
+        return None
+    try:
+        row = plan["shapes"][int(shape["seq_len"])]
+    except (IndexError, KeyError, TypeError, ValueError):
+        return None
+    return f"b={row['batch']} " + " ".join(f"{k}={v}" for k, v in sorted(row["sizes"].items()))
 
 
-#: folders and files that hold one model each: a view of the libraries leaves out those no replay
-#: executed (see build_view)
-MODEL_CONTAINERS = ("transformers/models/", "diffusers/pipelines/", "diffusers/modular_pipelines/",
+def compact_event(ev: Dict[str, Any], plan: Dict[str, Any]) -> Dict[str, Any]:
+    """An event of the harness (``Event.to_json``) as the record keeps it. ``at`` lists every
+    blamed place: [path, line, role, detail, framework] with role ``own`` (the event's line),
+    ``guard`` (a failed guard's), ``caller`` (a call in a value guard's stack)."""
+    at: List[List[Any]] = []
+    seen = set()
+
+    def add(item: Dict[str, Any], role: str, detail: str, fw: bool) -> None:
+        p, line = lib_path(item.get("abspath") or item.get("path")), item.get("line")
+        if not p or not line or (p, int(line), role) in seen:
+            return
+        seen.add((p, int(line), role))
+        at.append([p, int(line), role, detail or "", 1 if fw else 0])
+
+    add(ev, "own", ev.get("detail") or "", bool(ev.get("framework")))
+    own = {(a[0], a[1]) for a in at}
+    for g in ev.get("guards") or []:
+        if (lib_path(g.get("abspath") or g.get("path")), g.get("line")) in own:
+            continue  # the guard torch's reason names is the event's own line
+        add(g, "guard", g.get("detail") or "", bool(g.get("framework")))
+    for c in ev.get("also") or []:
+        add(c, "caller", c.get("detail") or "", bool(c.get("framework")))
+    guard = next((g.get("guard") for g in ev.get("guards") or [] if g.get("guard")), None)
+    out = {"kind": ev.get("kind"), "detail": ev.get("detail") or "", "at": at,
+           "shape": _shape_text(plan, ev.get("shape")), "reason": (ev.get("reason") or "")[:160]}
+    if ev.get("framework"):
+        out["framework"] = 1
+    if ev.get("benign"):
+        out["benign"] = 1
+    if guard:
+        out["guard"] = guard[:120]
+    if ev.get("registry_id"):
+        out["registry_id"] = ev["registry_id"]
+    if ev.get("compile_id"):
+        out["compile_id"] = ev["compile_id"]
+    if not at and ev.get("note"):
+        out["note"] = ev["note"][:120]
+    return out
+
+
+def compact_mode(res: Dict[str, Any], plan: Dict[str, Any]) -> Dict[str, Any]:
+    executed: Dict[str, str] = {}
+    for p, ls in (res.get("executed") or {}).items():
+        rel = lib_path(p)
+        if rel and not rel.startswith("~") and ls:
+            executed[rel] = ranges(ls)
+    rows = res.get("per_shape") or []
+    return {"seconds": res.get("seconds"), "compiles": res.get("compiles"),
+            "error": res.get("error"), "problems": [p[:200] for p in res.get("problems") or []],
+            "shapes_run": sum(1 for r in rows if not r.get("error")),
+            "shapes_failed": sum(1 for r in rows if r.get("error")),
+            "shape_errors": sorted({(r.get("error") or "")[:160] for r in rows if r.get("error")})[:3],
+            # a benign specialization (a size or float that never varied) is neither judged nor
+            # in the recall pool: counted, not kept
+            "benign": sum(1 for ev in res.get("events") or []
+                          if ev.get("kind") == "specialization" and ev.get("benign")),
+            "events": [compact_event(ev, plan) for ev in res.get("events") or []
+                       if not (ev.get("kind") == "specialization" and ev.get("benign"))],
+            "executed": dict(sorted(executed.items()))}
+
+
+# -- probe ----------------------------------------------------------------------------------------
+def catalogue(refresh: bool = False) -> List[str]:
+    """Every model name (bench/zoo_build.py ``catalogue``), kept in _catalogue.json with the
+    library versions it was listed from."""
+    doc = load_json(CATALOGUE_FILE) or {}
+    if not refresh and doc.get("libraries") == LIBRARIES and doc.get("names"):
+        return list(doc["names"])
+    proc = subprocess.run([sys.executable, BUILDER, "list"], cwd=REPO,
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"zoo: listing the catalogue failed:\n{proc.stderr[-3000:]}")
+    names = [n for n in proc.stdout.split() if n]
+    write_json(CATALOGUE_FILE, {"libraries": LIBRARIES, "names": names}, indent=0)
+    return names
+
+
+def load_probes() -> Dict[str, Dict[str, Any]]:
+    out: Dict[str, Dict[str, Any]] = {}
+    try:
+        with open(PROBES, encoding="utf-8") as fh:
+            for line in fh:
+                try:
+                    doc = json.loads(line)
+                except ValueError:
+                    continue
+                out[doc["name"]] = doc
+    except OSError:
+        pass
+    return out
+
+
+def run_probes(names: List[str], budget: int = 120, quiet: bool = False) -> Dict[str, Dict[str, Any]]:
+    """Probe ``names`` (those without a current probe) in one process at a time; a process that
+    dies is restarted after the model it died on, which is recorded as failed."""
+    bv = builder_file_digest()
+    have = load_probes()
+    todo = [n for n in names if have.get(n, {}).get("builder_digest") != bv]
+    while todo:
+        cmd = [sys.executable, BUILDER, "probe", "-o", PROBES,
+               "--budget", str(budget), *todo]
+        proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True)
+        _, err = proc.communicate()
+        done = load_probes()
+        left = [n for n in todo if n not in done or done[n].get("builder_digest") != bv]
+        if proc.returncode != 0 and left:
+            dead = left[0]
+            tail = [ln for ln in (err or "").strip().splitlines() if ln.strip()][-1:]
+            with open(PROBES, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps({"name": dead, "builder_digest": bv, "ok": False,
+                                     "error": f"probe: the process died (status {proc.returncode})"
+                                              + (f": {tail[0][:200]}" if tail else "")}) + "\n")
+            left = left[1:]
+        if not quiet:
+            print(f"zoo: probed {len(todo) - len(left)} model(s)", file=sys.stderr)
+        todo = left
+    return load_probes()
+
+
+# -- replay ---------------------------------------------------------------------------------------
+class Progress:
+    def __init__(self, total: int) -> None:
+        self.total, self.done, self.t0 = total, 0, time.time()
+        self.lock = threading.Lock()
+
+    def step(self, text: str) -> None:
+        with self.lock:
+            self.done += 1
+            el = time.time() - self.t0
+            eta = el / self.done * (self.total - self.done)
+            width = 30
+            fill = int(width * self.done / max(1, self.total))
+            print(f"[{'#' * fill}{'.' * (width - fill)}] {self.done}/{self.total} "
+                  f"{el / 60:.0f} min, ~{eta / 60:.0f} min left | {text}", file=sys.stderr,
+                  flush=True)
+
+
+def replay(libs: List[str], only: List[str], jobs: int, force: bool, retry_failed: bool,
+           harness_ref: Optional[str], timeout: float, limit: Optional[int],
+           modes: List[str]) -> int:
+    fetch()
+    snapshot_builder()
+    pin = pin_harness(harness_ref)
+    versions = current_versions(pin)
+    run_target, TargetSpec = import_pinned_runner(pin["root"])
+    names = catalogue()
+    if only:
+        unknown = [n for n in only if n not in names]
+        if unknown:
+            print(f"zoo: not in the catalogue: {', '.join(unknown)}", file=sys.stderr)
+            return 2
+        names = [n for n in names if n in only]
+    if libs:
+        names = [n for n in names if lib_of(n) in libs]
+    print(f"zoo: {len(names)} model(s) in the catalogue selection (harness {pin['commit'][:12]}, "
+          f"digest {pin['digest']}; -j {jobs}; timeout {timeout:g} s a mode)", file=sys.stderr,
+          flush=True)
+
+    def needs(n: str, probes: Dict[str, Dict[str, Any]]) -> bool:
+        rec = load_json(record_path(n))
+        pr = probes.get(n, {})
+        return bool(force or rec is None or rec.get("versions") != versions
+                    or rec.get("recipe") != pr.get("recipe")
+                    or (rec.get("probe") or {}).get("error") != pr.get("error")
+                    or any(m not in (rec.get("modes") or {}) for m in modes if not rec.get("error"))
+                    or (retry_failed and (rec.get("error") or any(
+                        (x or {}).get("error") for x in (rec.get("modes") or {}).values()))))
+
+    sys.path.insert(0, os.path.dirname(BUILDER))
+    import zoo_build
+
+    os.makedirs(zoo_build.PLANS, exist_ok=True)
+    bar = Progress(limit or len(names))
+    probes: Dict[str, Dict[str, Any]] = {}
+    build = BUILDER
+
+    def one(name: str) -> None:
+        t0 = time.time()
+        pr = probes.get(name) or {"ok": False, "error": "probe: no result"}
+        rec: Dict[str, Any] = {"name": name, "lib": lib_of(name), "versions": versions,
+                               "harness_commit": pin["commit"], "recipe": pr.get("recipe"),
+                               "probe": {k: pr.get(k) for k in ("ok", "error", "class", "params",
+                                                                "variant", "use", "levels")
+                                         if pr.get(k) is not None},
+                               "error": None, "modes": {}}
+        if not pr.get("ok"):
+            rec["error"] = pr.get("error") or "probe failed"
+            write_json(record_path(name), rec)
+            bar.step(f"{name}: FAILED {rec['error'][:100]}")
+            return
+        plan = {"use": pr["use"], "shapes": pr["shapes"], "variant": pr.get("variant")}
+        write_json(zoo_build.plan_path(name), plan)
+        old = load_json(record_path(name)) or {}
+        for mode in modes:
+            if not force and old.get("versions") == versions and old.get("recipe") == rec["recipe"] \
+                    and mode in (old.get("modes") or {}) \
+                    and not (retry_failed and old["modes"][mode].get("error")):
+                rec["modes"][mode] = old["modes"][mode]  # resumed: this mode is current
+                continue
+            spec = TargetSpec(name=f"{name}.{mode}", model=f"{build}:ZOO.{name}.build",
+                              inputs=f"{build}:ZOO.{name}.inputs", batch_sizes=[1],
+                              seq_lens=list(range(len(plan["shapes"]))), dynamic=mode,
+                              backend="eager", device="cpu", no_grad=True, seed=0,
+                              timeout=timeout, base_dir=pin["root"])
+            res = run_target(spec)
+            doc = res.to_json() if hasattr(res, "to_json") else dict(res)
+            rec["modes"][mode] = compact_mode(doc, plan)
+            rec["modes"][mode]["output_tail"] = (doc.get("output_tail") or "")[-300:] \
+                if doc.get("error") else None
+            if rec["modes"][mode]["output_tail"] is None:
+                del rec["modes"][mode]["output_tail"]
+            rec["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
+            write_json(record_path(name), rec)  # each mode kept as soon as it is measured
+            m = rec["modes"][mode]
+            if m["shapes_run"] == 0 and m.get("error"):
+                rec["error"] = f"replay ({mode}): {m['error'][:300]}"
+                break  # the model does not build or run under the harness: no second mode
+        write_json(record_path(name), rec)
+        summary = ", ".join(f"{md}: {m['compiles']} compiles, {len(m['events'])} events"
+                            + (f", ERROR {m['error'][:60]}" if m.get("error") else "")
+                            for md, m in rec["modes"].items())
+        bar.step(f"{name}: {summary} ({time.time() - t0:.0f} s)")
+
+    done = 0
+    chunk = 20  # probe this many ahead (one process, no compile), then replay those that need it
+    for i in range(0, len(names), chunk):
+        part = names[i:i + chunk]
+        probes.update(run_probes(part, quiet=True))
+        todo = [n for n in part if needs(n, probes)]
+        if not limit:
+            bar.total -= len(part) - len(todo)  # current records: nothing to do
+        if limit:
+            todo = todo[:max(0, limit - done)]
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            list(pool.map(one, todo))
+        done += len(todo)
+        if limit and done >= limit:
+            break
+    print(f"zoo: replayed {done} model(s)", file=sys.stderr)
+    return 0
+
+
+def probe_cmd(libs: List[str], only: List[str]) -> int:
+    fetch()
+    snapshot_builder()
+    names = catalogue()
+    if libs:
+        names = [n for n in names if lib_of(n) in libs]
+    if only:
+        names = [n for n in names if n in only]
+    probes = run_probes(names)
+    ok = sum(1 for n in names if probes.get(n, {}).get("ok"))
+    print(f"zoo: {ok} of {len(names)} models build and run eagerly")
+    return 0
+
+
+def status() -> int:
+    versions = current_versions()
+    names = catalogue()
+    by_lib: Dict[str, Dict[str, int]] = {}
+    for n in names:
+        rec = load_json(record_path(n))
+        row = by_lib.setdefault(lib_of(n), dict(catalogue=0, replayed=0, failed=0, stale=0,
+                                                missing=0))
+        row["catalogue"] += 1
+        if rec is None:
+            row["missing"] += 1
+        elif rec.get("versions") != versions:
+            row["stale"] += 1
+        elif rec.get("error"):
+            row["failed"] += 1
+        else:
+            row["replayed"] += 1
+    for lib, row in sorted(by_lib.items()):
+        print(f"{lib:12} " + " ".join(f"{k}={v}" for k, v in row.items()))
+    return 0
+
+
+# -- score ----------------------------------------------------------------------------------------
+#: folders and files that hold one model each: the view of the libraries leaves out those no
+#: replay executed (see build_view)
+MODEL_CONTAINERS = ("torchvision/models/", "transformers/models/", "diffusers/pipelines/", "diffusers/modular_pipelines/",
                     "diffusers/models/transformers/", "diffusers/models/unets/",
                     "diffusers/models/autoencoders/", "diffusers/models/controlnets/",
                     "diffusers/models/condition_embedders/", "diffusers/models/latent_upscaler/",
@@ -479,38 +664,34 @@ MODEL_CONTAINERS = ("transformers/models/", "diffusers/pipelines/", "diffusers/m
 
 
 def _container(rel: str) -> Optional[str]:
-    """The one-model folder or file ``rel`` (relative to zoo-libs) belongs to, if any."""
     for prefix in MODEL_CONTAINERS:
         if rel.startswith(prefix):
             head = rel[len(prefix):].split("/", 1)[0]
             if head in ("__init__.py",) or head.startswith("_"):
-                return None  # the package's own init, timm's _builder.py and friends: shared
+                return None
             return prefix + head
     return None
 
 
 def build_view(keep: Set[str]) -> str:
-    """A hard-linked copy of the libraries' Python files, minus every model folder or file
+    """A hard-linked copy of the libraries' Python files minus every model folder or file
     (``MODEL_CONTAINERS``) that holds none of ``keep`` (paths relative to zoo-libs).
 
-    Why: ``shapelint check FILES`` (explicit files, as pre-commit passes them) also walks every
-    file under the project root that imports one of them, and every model of transformers
-    imports modeling_utils: the check of 300 files became a check of all 5,000 (over two
-    minutes). In the view the root holds the shared code (utilities, layers, attention,
-    masking, the base classes) and the zoo's own models, so helpers resolve as in the full
-    tree and the importers walked are only those. Findings are mapped back to zoo-libs.
-    """
+    ``shapelint check FILES`` also walks every file under the project root that imports one of
+    them, and every transformers model imports modeling_utils: the view keeps the shared code
+    (so helpers resolve as in the full tree) and only the zoo's executed models."""
     view = os.path.join(DOWNLOADS, "zoo-view")
     shutil.rmtree(view, ignore_errors=True)
     wanted = {_container(k) for k in keep} - {None}
-    for lib in LIBRARIES:
-        for dirpath, dirnames, filenames in os.walk(os.path.join(LIBS, lib)):
+    for lib in list(LIBRARIES) + ["torchvision"]:
+        base = TV if lib == "torchvision" else LIBS
+        for dirpath, dirnames, filenames in os.walk(os.path.join(base, lib)):
             dirnames[:] = [d for d in dirnames if d != "__pycache__"]
             for fn in filenames:
                 if not fn.endswith(".py"):
                     continue
                 src = os.path.join(dirpath, fn)
-                rel = os.path.relpath(src, LIBS).replace(os.sep, "/")
+                rel = os.path.relpath(src, base).replace(os.sep, "/")
                 box = _container(rel)
                 if box is not None and box not in wanted:
                     continue
@@ -523,81 +704,59 @@ def build_view(keep: Set[str]) -> str:
     return view
 
 
-def config_text(results: List[Dict[str, Any]]) -> str:
-    dims: Dict[str, Set[int]] = {}
-    for r in results:
-        for name, ds in (r.get("dims") or {}).items():
-            dims.setdefault(name, set()).update(ds)
-    body = ", ".join(f"{n} = [{', '.join(str(d) for d in sorted(ds))}]" for n, ds in sorted(dims.items()))
-    return ("# generated by bench/zoo.py score: the dims the zoo varies, per forward argument\n"
-            f"dynamic-dims = {{ {body} }}\n")
+def static_root(ref: Optional[str]) -> str:
+    """Where the static pass is imported from: the working tree, or a ``git archive`` of REF."""
+    if not ref:
+        return REPO
+    commit = subprocess.run(["git", "rev-parse", ref], cwd=REPO, capture_output=True, text=True,
+                            check=True).stdout.strip()
+    dest = os.path.join(DOWNLOADS, "zoo-static", commit[:12])
+    if not os.path.isfile(os.path.join(dest, "shapelint", "cli.py")):
+        shutil.rmtree(dest, ignore_errors=True)
+        os.makedirs(dest)
+        archive = subprocess.run(["git", "archive", commit, "shapelint", "rules"], cwd=REPO,
+                                 capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", dest], input=archive, check=True)
+    return dest
 
 
-def run_check(files: List[str], config: str, select_all: bool, out: str) -> subprocess.Popen:
+def run_check(files: List[str], view: str, root: str) -> Dict[str, Any]:
+    """The static pass with the default rules and settings (an empty config at the view's root:
+    the project root, so helpers resolve there)."""
+    config = os.path.join(view, "shapelint.toml")
+    with open(config, "w") as fh:
+        fh.write("# bench/zoo.py score: the default rules and settings\n")
+    out = os.path.join(DOWNLOADS, "zoo-check.json")
+    if os.path.exists(out):
+        os.remove(out)
+    env = dict(os.environ, PYTHONPATH=root)
     cmd = [sys.executable, "-m", "shapelint.cli", "check", "--config", config, "--format", "json",
-           "--no-cache", "--exit-zero", "-j", "1", "-o", out]
-    if select_all:
-        cmd += ["--select", "ALL", "--preview"]  # every rule, preview ones too
-    return subprocess.Popen(cmd + files, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+           "--no-cache", "--exit-zero", "-o", out]
+    listing = os.path.join(DOWNLOADS, "zoo-check-files.txt")
+    with open(listing, "w") as fh:
+        fh.write("\n".join(files))
+    proc = subprocess.run(cmd + files, cwd=root, capture_output=True, text=True, env=env)
+    doc = load_json(out)
+    if proc.returncode not in (0, 1) or doc is None:
+        raise SystemExit(f"zoo: shapelint check failed with status {proc.returncode}:\n"
+                         f"{proc.stderr[-3000:]}")
+    return doc
 
 
-def rules_info() -> Dict[str, Dict[str, Any]]:
+def rules_info(root: str) -> Dict[str, Dict[str, Any]]:
+    env = dict(os.environ, PYTHONPATH=root)
     proc = subprocess.run([sys.executable, "-m", "shapelint.cli", "rule", "--all", "--format", "json"],
-                          cwd=REPO, capture_output=True, text=True, check=True)
+                          cwd=root, capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        raise SystemExit(f"zoo: shapelint rule --all failed:\n{proc.stderr[-2000:]}")
     return {r["code"]: r for r in json.loads(proc.stdout)}
-
-
-def excuse(f: Dict[str, Any]) -> Optional[str]:
-    where = f["path"][len(lib_root()):] if f["path"].startswith(lib_root()) else f["path"]
-    source = f.get("source_line") or _source(f["path"], int(f["line"]))
-    for ex in EXCUSES:
-        if ex.get("rule") not in (None, f["rule"]):
-            continue
-        at = ex.get("at")
-        places = [at] if isinstance(at, str) else at
-        if places is not None and not set(places) & {f"{where}:{n}" for n in _lines(f)}:
-            continue
-        if ex.get("source") is not None and not re.search(ex["source"], source):
-            continue
-        return ex["reason"]
-    return None
-
-
-def _lines(f: Dict[str, Any]) -> range:
-    return range(int(f["line"]), max(int(f.get("end_line") or 0), int(f["line"])) + 1)
-
-
-STATE_ATTR = re.compile(r"`self\.(\w+)`")
-
-
-def _state_confirmed(f: Dict[str, Any], value_guards: Dict[str, List[str]]) -> bool:
-    """SL302 sits on a write of module state; torch blames the guard on the read. As in
-    ``shapelint run`` (harness/join.py), a value guard in the same file naming it confirms it."""
-    if f["rule"] != "SL302":
-        return False
-    m = STATE_ATTR.search(f.get("message") or "")
-    if not m:
-        return False
-    attr = re.compile(r"\b" + re.escape(m.group(1)) + r"\b")
-    return any(attr.search(reason or "") for reason in value_guards.get(f["path"], []))
-
-
-def _source(path: str, line: int) -> str:
-    import linecache
-
-    return linecache.getline(os.path.join(REPO, path), line).strip()
-
-
-def _ratio(a: int, b: int) -> str:
-    return f"{a / b:.3f}" if b else "n/a"
 
 
 class Statements:
     """Line -> the span of the statement it belongs to (for ``if``/``for``/``while``/``with``/
     ``def``, the header). torch names a statement by the line of the instruction that guarded
-    or broke, a rule by the line of the sub-expression it judges: on a statement spread over
-    several lines the two differ, so findings and blamed lines are matched by statement."""
+    or broke, a rule by the line of the sub-expression it judges: they are matched by
+    statement."""
 
     def __init__(self) -> None:
         self._spans: Dict[str, Dict[int, Tuple[int, int]]] = {}
@@ -607,7 +766,7 @@ class Statements:
 
         spans: Dict[int, Tuple[int, int]] = {}
         try:
-            with open(os.path.join(REPO, path), encoding="utf-8") as fh:
+            with open(lib_file(path), encoding="utf-8") as fh:
                 tree = ast.parse(fh.read())
         except (OSError, SyntaxError, ValueError):
             return spans
@@ -618,11 +777,11 @@ class Statements:
             start, end = node.lineno, getattr(node, "end_lineno", node.lineno) or node.lineno
             body = getattr(node, "body", None)
             if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
-                end = max(start, body[0].lineno - 1)  # the header only
+                end = max(start, body[0].lineno - 1)
             found.append((start, end))
         for start, end in sorted(found, key=lambda se: se[0] - se[1]):  # widest first
             for n in range(start, end + 1):
-                spans[n] = (start, end)  # narrower statements overwrite wider ones
+                spans[n] = (start, end)
         return spans
 
     def span(self, path: str, line: int) -> Tuple[int, int]:
@@ -630,258 +789,299 @@ class Statements:
             self._spans[path] = self._build(path)
         return self._spans[path].get(line, (line, line))
 
-
-class Blamed:
-    """The blamed lines a static pass can see, the statements they sit in, and the recompiles
-    they belong to (a recompile whose guard failed at several lines is one event)."""
-
-    def __init__(self, results: List[Dict[str, Any]], stmts: Statements) -> None:
-        self.stmts = stmts
-        self.lines: Dict[Tuple[str, int], List[Dict[str, Any]]] = {}
-        self.hidden: Dict[str, int] = {}
-        self.value_guards: Dict[str, List[str]] = {}
-        self.by_stmt: Dict[Tuple[str, Tuple[int, int]], Set[Tuple[str, int]]] = {}
-        self.groups: Dict[Tuple, Set[Tuple[str, int]]] = {}
-        self.line_groups: Dict[Tuple[str, int], Set[Tuple]] = {}
-        self.ungrouped: Set[Tuple[str, int]] = set()  # lines with an event of another kind
-        for r in results:
-            target = f"{r['name']}.{r['mode']}"
-            for ev in r["events"]:
-                why = visible(ev)
-                if why:
-                    self.hidden[why] = self.hidden.get(why, 0) + 1
-                    continue
-                key = (ev["path"], int(ev["line"]))
-                self.lines.setdefault(key, []).append(dict(ev, target=target))
-                self.by_stmt.setdefault((key[0], stmts.span(*key)), set()).add(key)
-                if ev["kind"] == "recompile":
-                    group = (target, json.dumps(ev.get("shape"), sort_keys=True),
-                             ev.get("compile_id") or ev.get("reason"))
-                    self.groups.setdefault(group, set()).add(key)
-                    self.line_groups.setdefault(key, set()).add(group)
-                else:
-                    self.ungrouped.add(key)
-                if ev.get("detail") == "value-guard":
-                    self.value_guards.setdefault(ev["path"], []).append(ev.get("reason") or "")
-
-    def under(self, f: Dict[str, Any]) -> Set[Tuple[str, int]]:
-        """The blamed lines in the statements a finding covers."""
-        out: Set[Tuple[str, int]] = set()
-        for n in _lines(f):
-            out |= self.by_stmt.get((f["path"], self.stmts.span(f["path"], n)), set())
+    def lines(self, path: str, first: int, last: int) -> Set[int]:
+        out: Set[int] = set()
+        for n in range(first, max(first, last) + 1):
+            a, b = self.span(path, n)
+            out.update(range(a, b + 1))
         return out
 
-    def covered(self, key: Tuple[str, int], direct: Dict[Tuple[str, int], Set[str]],
-                rule: Optional[str] = None) -> bool:
-        """Flagged itself, or (recompiles only) each recompile it belongs to is flagged at
-        another of its lines: that recompile was predicted."""
-        def hit(k: Tuple[str, int]) -> bool:
-            rules = direct.get(k, ())
-            return bool(rules) and (rule is None or rule in rules)
 
-        if hit(key):
-            return True
-        if key in self.ungrouped or not self.line_groups.get(key):
-            return False
-        return all(any(hit(k) for k in self.groups[g] if k != key) for g in self.line_groups[key])
+def lib_file(rel: str) -> str:
+    """The file a record's path names (torchvision's lie in zoo-tv, the rest in zoo-libs)."""
+    return os.path.join(TV if rel.startswith("torchvision/") else LIBS, rel)
 
 
-class Scored:
-    """The findings of one static run, scored against the replays."""
+def _source(path: str, line: int) -> str:
+    import linecache
 
-    def __init__(self, findings, rules, executed: Dict[str, Set[int]], blamed: Blamed):
-        self.rows: Dict[str, Dict[str, int]] = {}
-        self.false: List[Tuple[Dict[str, Any], str]] = []
-        self.excused: Dict[str, List[Dict[str, Any]]] = {}
-        self.hit: Dict[Tuple[str, int], Set[str]] = {}  # blamed line -> rules flagging it
-        for f in findings:
-            info = rules.get(f["rule"], {})
-            if info.get("runtime_only") or not info.get("evidence"):
-                continue  # SL001 and runtime-only rules are not static predictions of events
-            row = self.rows.setdefault(f["rule"], dict(findings=0, executed=0, true=0, false=0,
-                                                         excused=0, not_executed=0))
-            row["findings"] += 1
-            under = blamed.under(f)
-            for key in under:
-                self.hit.setdefault(key, set()).add(f["rule"])
-            ran = executed.get(f["path"], set())
-            spans = {blamed.stmts.span(f["path"], n) for n in _lines(f)}
-            if not any(n in ran for a, b in spans for n in range(a, b + 1)):
-                row["not_executed"] += 1
-                continue
-            row["executed"] += 1
-            if under or _state_confirmed(f, blamed.value_guards):
-                row["true"] += 1
-                continue
-            why = excuse(f)
-            if why:
-                row["excused"] += 1
-                self.excused.setdefault(why, []).append(f)
-            else:
-                row["false"] += 1
-                self.false.append((f, f.get("source_line") or _source(f["path"], int(f["line"]))))
-
-    def totals(self) -> Dict[str, int]:
-        tot = dict(findings=0, executed=0, true=0, false=0, excused=0, not_executed=0)
-        for row in self.rows.values():
-            for k in tot:
-                tot[k] += row[k]
-        return tot
+    return linecache.getline(lib_file(path), line).strip()
 
 
-def score(verbose: bool, only_rule: Optional[str], skip_all: bool, use_view: bool = True) -> int:
-    results = load_results()
-    if not results:
-        print("zoo: no replay results; run `python bench/zoo.py replay` first", file=sys.stderr)
-        return 2
-    root = lib_root()
+def recall_exclusion(ev: Dict[str, Any], place: List[Any]) -> Optional[str]:
+    """Why a blamed place is not in the recall pool (None: it is). See the module docstring."""
+    path, _line, role, detail, fw = place
+    if ev.get("kind") not in KINDS:
+        return f"kind {ev.get('kind')}"
+    if role == "caller":
+        return "a call in a value guard's stack"
+    if path.startswith("~"):
+        return "outside the libraries"
+    if fw or ev.get("framework"):
+        return "framework guard (torch's own code)"
+    if ev.get("kind") == "specialization" and ev.get("benign"):
+        return "benign specialization (a size that never varied)"
+    if ev.get("kind") == "recompile" and (detail or ev.get("detail")) == "size-one":
+        return "size-one recompile (0/1 specialization)"
+    return None
+
+
+def model_state(rec: Dict[str, Any]) -> Tuple[str, str]:
+    """('replayed' | 'partial' | 'failed', why)."""
+    if rec.get("error"):
+        return "failed", rec["error"]
+    modes = rec.get("modes") or {}
+    if not modes or not any(m.get("shapes_run") for m in modes.values()):
+        return "failed", next((m.get("error") for m in modes.values() if m.get("error")),
+                              "no shape ran")
+    errs = [f"{md}: {m['error']}" for md, m in modes.items() if m.get("error")]
+    errs += [f"{md}: {m['shapes_failed']} shape(s) failed ({'; '.join(m.get('shape_errors') or [])})"
+             for md, m in modes.items() if m.get("shapes_failed")]
+    return ("partial", "; ".join(errs)[:300]) if errs else ("replayed", "")
+
+
+def score_data(split: str, static_ref: Optional[str] = None) -> Dict[str, Any]:
+    versions = current_versions()
+    forced = forced_tune()
+    records = load_records()
+    out: Dict[str, Any] = {"split": split, "versions": versions}
+    stale, failed, partial, used = [], [], [], []
+    for rec in records:
+        if split != "all" and split_of(rec["name"], forced) != split:
+            continue
+        if rec.get("versions") != versions:
+            stale.append({"name": rec["name"], "versions": rec.get("versions")})
+            continue
+        state, why = model_state(rec)
+        if state == "failed":
+            failed.append({"name": rec["name"], "error": why})
+            continue
+        if state == "partial":
+            partial.append({"name": rec["name"], "error": why})
+        used.append(rec)
+    out.update(models=len(used), failed=failed, partial=partial, stale=stale)
+    stmts = Statements()
     executed: Dict[str, Set[int]] = {}
-    for r in results:
-        for path, ls in r["executed"].items():
-            if path and path.startswith(root):
-                executed.setdefault(path, set()).update(ls)
-    # blamed lines a static pass can see, with the events behind each
-    blamed = Blamed(results, Statements())
-    hidden = blamed.hidden
-    files = sorted(set(executed) | {p for p, _ in blamed.lines})
-
+    blame: Dict[str, Set[int]] = {}  # precision: every place any joinable event names
+    state_guards: Dict[str, List[str]] = {}
+    pool: Dict[Tuple[str, int], Set[str]] = {}  # recall: line -> kinds
+    groups: List[Set[Tuple[str, int]]] = []  # recompiles: the pool lines of each
+    line_groups: Dict[Tuple[str, int], List[int]] = {}
+    excluded: Dict[str, int] = {}
+    events_total = 0
+    for rec in used:
+        for mode, m in rec["modes"].items():
+            for path, text in m.get("executed", {}).items():
+                executed.setdefault(path, set()).update(unranges(text))
+            if m.get("benign"):
+                why = "benign specialization (a size that never varied)"
+                excluded[why] = excluded.get(why, 0) + m["benign"]
+                events_total += m["benign"]
+            for ev in m.get("events", []):
+                events_total += 1
+                if ev.get("kind") == "fallback":
+                    excluded["fallback (a consequence of another event)"] = \
+                        excluded.get("fallback (a consequence of another event)", 0) + 1
+                    continue
+                if not ev.get("at"):
+                    why = f"no line ({ev.get('detail') or ev.get('kind')})"
+                    excluded[why] = excluded.get(why, 0) + 1
+                    continue
+                joinable = not (ev.get("kind") == "specialization" and ev.get("benign"))
+                mine: Set[Tuple[str, int]] = set()
+                for place in ev["at"]:
+                    path, line = place[0], int(place[1])
+                    if joinable and not path.startswith("~"):
+                        blame.setdefault(path, set()).add(line)
+                        if ev.get("kind") == "recompile" and place[3] in ("value-guard", "attribute",
+                                                                          "attribute-write"):
+                            state_guards.setdefault(path, []).append(ev.get("guard") or
+                                                                     ev.get("reason") or "")
+                    why = recall_exclusion(ev, place)
+                    if why:
+                        excluded[why] = excluded.get(why, 0) + 1
+                        continue
+                    pool.setdefault((path, line), set()).add(ev["kind"])
+                    mine.add((path, line))
+                if ev.get("kind") == "recompile" and mine:
+                    groups.append(mine)
+                    for key in mine:
+                        line_groups.setdefault(key, []).append(len(groups) - 1)
+    files = sorted(set(executed) | set(blame) | {p for p, _ in pool})
+    out["events"] = events_total
+    out["executed_lines"] = sum(len(v) for v in executed.values())
+    out["files_checked"] = len(files)
+    # -- the static pass --------------------------------------------------------------------------
+    root = static_root(static_ref)
     t0 = time.perf_counter()
-    view = build_view({f[len(root):] for f in files}) if use_view else LIBS
-    view_root = _rel(view) + os.sep
-    config = os.path.join(view, "shapelint.toml")  # at the libraries' root: helpers resolve there
-    with open(config, "w") as fh:
-        fh.write(config_text(results))
-    checked = [view_root + f[len(root):] for f in files]
-    runs = {"default": run_check(checked, config, False, os.path.join(RESULTS, "_check_default.json"))}
-    if not skip_all:
-        runs["ALL"] = run_check(checked, config, True, os.path.join(RESULTS, "_check_all.json"))
-    docs, seconds = {}, {}
-    for label, proc in runs.items():
-        _, err = proc.communicate()
-        seconds[label] = round(time.perf_counter() - t0, 1)
-        out = os.path.join(RESULTS, "_check_default.json" if label == "default" else "_check_all.json")
-        doc = load_result(out)
-        if proc.returncode not in (0, 1) or doc is None:
-            print(f"zoo: shapelint check ({label}) failed with status {proc.returncode}:\n{err[-3000:]}",
-                  file=sys.stderr)
-            return 2
-        docs[label] = doc
-    rules = rules_info()
+    view = build_view(set(files))
+    doc = run_check([os.path.join(view, f) for f in files], view, root)
+    out["check_seconds"] = round(time.perf_counter() - t0, 1)
+    out["static"] = static_ref or "working tree"
+    rules = rules_info(root)
+    vroot = os.path.abspath(view) + os.sep
+    findings = []
+    for f in doc.get("findings", []):
+        ab = os.path.abspath(os.path.join(root, f.get("path") or ""))
+        if not ab.startswith(vroot):
+            continue
+        f = dict(f, path=ab[len(vroot):].replace(os.sep, "/"))
+        if f["path"] in executed or f["path"] in blame:
+            findings.append(f)
+    out["check_errors"] = len(doc.get("errors") or [])
+    # -- precision --------------------------------------------------------------------------------
+    per_rule: Dict[str, Dict[str, Any]] = {}
+    unjudged: List[Dict[str, Any]] = []
+    falses: List[Dict[str, Any]] = []
+    flagged: Dict[Tuple[str, int], Set[str]] = {}  # statement lines a finding covers
+    n_true = n_false = 0
+    for f in findings:
+        code = f["rule"]
+        row = per_rule.setdefault(code, {"true": 0, "false": 0, "unjudged": 0})
+        info = rules.get(code, {})
+        first = int(f["line"])
+        last = max(int(f.get("end_line") or 0), first)
+        lines = stmts.lines(f["path"], first, last)
+        if info.get("runtime_only") or not info.get("evidence"):
+            row["unjudged"] += 1
+            unjudged.append(dict(f, why="the rule predicts no torch event"))
+            continue
+        for n in lines:
+            flagged.setdefault((f["path"], n), set()).add(code)
+        ran = executed.get(f["path"], set())
+        if not lines & ran:
+            row["unjudged"] += 1
+            why = ("no replay executed this statement" if f["path"] in executed
+                   else "no replay executed this file (checked because an event blames it)")
+            unjudged.append(dict(f, why=why))
+            continue
+        hit = bool(lines & blame.get(f["path"], set()))
+        if not hit and code == "SL302":
+            m = re.search(r"`self\.(\w+)`", f.get("message") or "")
+            if m:
+                attr = re.compile(r"\b" + re.escape(m.group(1)) + r"\b")
+                hit = any(attr.search(g) for g in state_guards.get(f["path"], []))
+        if hit:
+            row["true"] += 1
+            n_true += 1
+        else:
+            row["false"] += 1
+            n_false += 1
+            falses.append(f)
+    for row in per_rule.values():
+        j = row["true"] + row["false"]
+        row["precision"] = round(row["true"] / j, 3) if j else None
+    judged = n_true + n_false
+    out.update(findings=len(findings), judged=judged,
+               judged_share=round(judged / len(findings), 3) if findings else None,
+               true=n_true, false=n_false,
+               precision=round(n_true / judged, 3) if judged else None)
+    reasons: Dict[str, int] = {}
+    for f in unjudged:
+        reasons[f["why"]] = reasons.get(f["why"], 0) + 1
+    out["unjudged"] = reasons
+    # -- recall -----------------------------------------------------------------------------------
+    direct = {key for key in pool if key in flagged}
 
-    # -- header ---------------------------------------------------------------------------------
-    failed = [f"{r['name']}.{r['mode']} ({(r.get('error') or '')[:80]})" for r in results if r.get("error")]
-    target_s = sum(r.get("seconds") or 0 for r in results)
-    runs_log = load_result(os.path.join(RESULTS, "_replays.json")) or []
-    full = [x for x in runs_log if x.get("complete")]
-    models = sorted({r["name"] for r in results})
-    print(f"zoo: {len(models)} models, {len(results)} replays (backend eager, cpu, dynamic "
-          f"{'/'.join(sorted({r['mode'] for r in results}))}); "
-          f"{len(failed)} failed" + (f": {'; '.join(failed)}" if failed else ""))
-    line = f"replay time: {target_s:.0f} s summed over targets ({target_s / 2 / 60:.1f} min on 2 cores)"
-    if full:
-        last = full[-1]
-        line += (f"; last full replay {last['wall_s']:.0f} s wall ({last['wall_s'] / 60:.1f} min) "
-                 f"with -j {last['jobs']} on {last['cpus']} cpus")
-        if last.get("cpu_s"):
-            line += (f", {last['cpu_s']:.0f} CPU s ({last['cpu_s'] / 2 / 60:.1f} min on 2 free "
-                     f"cores; load average {last.get('load_avg', 0):.1f})")
-    print(line)
-    stale = [r for r in results if r.get("harness") != _harness_digest()]
-    if stale:
-        refs: Dict[str, int] = {}
-        for r in stale:
-            ref = f"{r.get('harness_ref', '?')} ({r.get('harness', '?')})"
-            refs[ref] = refs.get(ref, 0) + 1
-        print(f"note: {len(stale)} replay(s) ran with a harness other than the working tree's: "
-              + ", ".join(f"{n} with {ref}" for ref, n in refs.items())
-              + "; `python bench/zoo.py replay --force` replays them with it")
-    n_exec = sum(len(v) for v in executed.values())
-    print(f"executed: {n_exec} lines in {len(executed)} library files; static pass over "
-          f"{len(files)} files: " + ", ".join(f"{k} {v} s" for k, v in seconds.items()))
-    by_kind: Dict[str, Set[Tuple[str, int]]] = {k: set() for k in KINDS}
-    for key, evs in blamed.lines.items():
-        for ev in evs:
-            by_kind[ev["kind"]].add(key)
-    print(f"blamed lines visible to a static pass: {len(blamed.lines)} ("
-          + ", ".join(f"{k} {len(v)}" for k, v in by_kind.items()) + "); events not counted: "
-          + ", ".join(f"{k} {v}" for k, v in sorted(hidden.items(), key=lambda kv: -kv[1])))
+    def grouped(key: Tuple[str, int]) -> bool:
+        if key in direct:
+            return True
+        gs = line_groups.get(key)
+        if not gs or any(k != "recompile" for k in pool[key]):
+            return False
+        return all(any(k in direct for k in groups[g] if k != key) for g in gs)
 
-    status = 0
-    for label in (["ALL"] if "ALL" in docs else []) + ["default"]:
-        doc = docs[label]
-        if doc.get("errors"):
-            print(f"[{label}] {len(doc['errors'])} file error(s), e.g. {doc['errors'][0]}")
-        findings = [dict(f, path=root + f["path"][len(view_root):])
-                    if f["path"].startswith(view_root) else f
-                    for f in doc["findings"] if f.get("path")]
-        sc = Scored(findings, rules, executed, blamed)
-        report(label, sc, rules, blamed, by_kind, verbose, only_rule)
-    return status
+    covered = {key for key in pool if grouped(key)}
+    out["blamed_lines"] = len(pool)
+    out["direct_recall"] = round(len(direct) / len(pool), 3) if pool else None
+    out["recall"] = round(len(covered) / len(pool), 3) if pool else None
+    by_kind = {}
+    for kind in KINDS:
+        keys = [k for k, kinds in pool.items() if kind in kinds]
+        by_kind[kind] = {"lines": len(keys), "direct": sum(1 for k in keys if k in direct),
+                         "grouped": sum(1 for k in keys if k in covered)}
+    out["recall_by_kind"] = by_kind
+    out["excluded"] = dict(sorted(excluded.items(), key=lambda kv: -kv[1]))
+    out["rules"] = dict(sorted(per_rule.items()))
+    out["_falses"] = falses
+    out["_unjudged"] = unjudged
+    out["_missed"] = sorted(k for k in pool if k not in covered)
+    out["_pool"] = pool
+    return out
 
 
-def report(label: str, sc: Scored, rules, blamed: Blamed, by_kind, verbose: bool,
-           only_rule: Optional[str]) -> None:
-    print(f"\n== {'--select ALL' if label == 'ALL' else 'default rules'} ==")
-    print(f"{'rule':6} {'name':28} {'findings':>8} {'not-run':>7} {'run':>5} {'true':>5} "
-          f"{'false':>5} {'excused':>7}  {'precision':>9}  recall (blamed lines of its kinds)")
-    for code in sorted(sc.rows):
+def print_score(d: Dict[str, Any], verbose: bool, only_rule: Optional[str]) -> None:
+    print(f"zoo score, split {d['split']}: {d['models']} models replayed "
+          f"({len(d['partial'])} of them in part), {len(d['failed'])} failed, "
+          f"{len(d['stale'])} stale records refused; {d['events']} events, "
+          f"{d['executed_lines']} library lines executed; static pass ({d['static']}) over "
+          f"{d['files_checked']} files in {d['check_seconds']} s")
+    print(f"findings {d['findings']}, judged {d['judged']} (judged_share {d['judged_share']}), "
+          f"true {d['true']}, false {d['false']}: precision {d['precision']}")
+    print("unjudged: " + ", ".join(f"{v} {k}" for k, v in d["unjudged"].items()))
+    print(f"blamed lines {d['blamed_lines']}: recall {d['recall']} (direct {d['direct_recall']}); "
+          + ", ".join(f"{k} {v['grouped']}/{v['lines']} (direct {v['direct']})"
+                      for k, v in d["recall_by_kind"].items()))
+    print("not in the recall pool: " + ", ".join(f"{v} {k}" for k, v in d["excluded"].items()))
+    print(f"{'rule':6} {'true':>5} {'false':>5} {'unjudged':>8} {'precision':>9}")
+    for code, row in d["rules"].items():
         if only_rule and code != only_rule:
             continue
-        row = sc.rows[code]
-        kinds = rules.get(code, {}).get("evidence") or []
-        pool = set().union(*[by_kind[k] for k in kinds if k in by_kind]) if kinds else set()
-        got = sum(1 for key in pool if blamed.covered(key, sc.hit, code))
-        print(f"{code:6} {rules.get(code, {}).get('name', '')[:28]:28} {row['findings']:8d} "
-              f"{row['not_executed']:7d} {row['executed']:5d} {row['true']:5d} {row['false']:5d} "
-              f"{row['excused']:7d}  {_ratio(row['true'], row['true'] + row['false']):>9}  "
-              f"{_ratio(got, len(pool))} ({got}/{len(pool)} {'+'.join(kinds)})")
-    for kind in KINDS:
-        pool = by_kind[kind]
-        got = sum(1 for key in pool if blamed.covered(key, sc.hit))
-        print(f"  {kind:15} recall={_ratio(got, len(pool))} ({got}/{len(pool)} blamed lines)")
-    for why, fs in sc.excused.items():
-        if only_rule and not any(f["rule"] == only_rule for f in fs):
-            continue
-        print(f"  excused {len(fs)}: {why}")
+        print(f"{code:6} {row['true']:5d} {row['false']:5d} {row['unjudged']:8d} "
+              f"{row['precision'] if row['precision'] is not None else 'n/a':>9}")
+    if d["failed"]:
+        print(f"failed ({len(d['failed'])}):")
+        for x in d["failed"]:
+            print(f"  {x['name']}: {x['error'][:160]}")
+    if d["stale"]:
+        print(f"stale ({len(d['stale'])}; `python bench/zoo.py replay` replays them): "
+              + ", ".join(x["name"] for x in d["stale"][:20]) + (" ..." if len(d["stale"]) > 20 else ""))
     if verbose:
-        false = [(f, src) for f, src in sc.false if not only_rule or f["rule"] == only_rule]
-        print(f"\n-- false findings ({len(false)}): executed, never blamed --")
-        for f, src in sorted(false, key=lambda x: (x[0]["path"], int(x[0]["line"]), x[0]["rule"])):
-            print(f"{f['path'][len(lib_root()):]}:{f['line']} {f['rule']} | {src[:140]}")
-        kinds = set(rules.get(only_rule, {}).get("evidence") or []) if only_rule else set(KINDS)
-        missed = sorted((k, evs) for k, evs in blamed.lines.items()
-                        if not blamed.covered(k, sc.hit, only_rule)
-                        and any(ev["kind"] in kinds for ev in evs))
-        print(f"\n-- missed blamed lines ({len(missed)}) --")
-        for (path, line), evs in missed:
-            ev = evs[0]
-            targets = sorted({e["target"] for e in evs})
-            detail = f"{ev['kind']}" + (f"/{ev['detail']}" if ev.get("detail") else "")
-            guard = f" [guard {ev['guard'][:80]}]" if ev.get("guard") else ""
-            also = sorted({k for g in blamed.line_groups.get((path, line), ()) for k in blamed.groups[g]}
-                          - {(path, line)})
-            print(f"{path[len(lib_root()):]}:{line} {detail} | {(ev.get('reason') or '')[:120]}{guard} | "
-                  f"at {ev.get('shape')} in {', '.join(targets[:4])}{' ...' if len(targets) > 4 else ''}"
-                  f"\n    | {_source(path, line)[:140]}"
-                  + (f"\n    (the same recompile is also blamed on "
-                     f"{', '.join(f'{p[len(lib_root()):]}:{n}' for p, n in also[:3])})" if also else ""))
-    tot = sc.totals()
-    got = sum(1 for key in blamed.lines if blamed.covered(key, sc.hit))
-    print(f"{'TOTAL' if label == 'default' else 'TOTAL(ALL)'} recall={_ratio(got, len(blamed.lines))} "
-          f"precision={_ratio(tot['true'], tot['true'] + tot['false'])}")
+        falses = [f for f in d["_falses"] if not only_rule or f["rule"] == only_rule]
+        print(f"\n-- false findings ({len(falses)}): executed, never blamed --")
+        for f in sorted(falses, key=lambda f: (f["path"], int(f["line"]))):
+            print(f"{f['path']}:{f['line']} {f['rule']} | {_source(f['path'], int(f['line']))[:140]}")
+        un = [f for f in d["_unjudged"] if not only_rule or f["rule"] == only_rule]
+        print(f"\n-- unjudged findings ({len(un)}) --")
+        for f in sorted(un, key=lambda f: (f["path"], int(f["line"]))):
+            print(f"{f['path']}:{f['line']} {f['rule']} ({f['why']}) | "
+                  f"{_source(f['path'], int(f['line']))[:120]}")
+        print(f"\n-- missed blamed lines ({len(d['_missed'])}) --")
+        for path, line in d["_missed"]:
+            print(f"{path}:{line} {'/'.join(sorted(d['_pool'][(path, line)]))} | "
+                  f"{_source(path, line)[:140]}")
+    print(f"TOTAL recall={d['recall']} direct_recall={d['direct_recall']} "
+          f"precision={d['precision']} judged_share={d['judged_share']}")
 
 
-def targets(modes: List[str]) -> int:
-    """The zoo as ``[[targets]]`` tables, for ``shapelint run`` from the repository root."""
-    zm = _zoo()
-    for e, mode, spec in specs_for(zm.ZOO.entries(), modes):
-        print(f"[[targets]]  # {e.lib}: {e.kind}")
-        print(f'name = "{spec.name}"\nmodel = "{spec.model}"\ninputs = "{spec.inputs}"')
-        print(f"batch-sizes = {spec.batch_sizes}")
-        if spec.seq_lens:
-            print(f"seq-lens = {spec.seq_lens}")
-        print(f'dynamic = "{mode}"\nbackend = "eager"\ndevice = "cpu"\nno-grad = true\nseed = 0\n'
-              f"timeout = {int(spec.timeout)}\n")
+def public(d: Dict[str, Any]) -> Dict[str, Any]:
+    return {k: v for k, v in d.items() if not k.startswith("_")}
+
+
+def score(split: str, as_json: bool, verbose: bool, only_rule: Optional[str],
+          static_ref: Optional[str]) -> int:
+    d = score_data(split, static_ref)
+    if as_json:
+        print(json.dumps(public(d), sort_keys=False))
+    else:
+        print_score(d, verbose, only_rule)
+    return 0
+
+
+def table(static_ref: Optional[str]) -> int:
+    """tune, held-out and all side by side (one static pass per split)."""
+    cols = {s: score_data(s, static_ref) for s in ("tune", "held-out", "all")}
+    rows = [("models replayed", "models"), ("failed", "failed"), ("findings", "findings"),
+            ("judged", "judged"), ("judged_share", "judged_share"), ("true", "true"),
+            ("false", "false"), ("precision", "precision"), ("blamed lines", "blamed_lines"),
+            ("recall (grouped)", "recall"), ("direct recall", "direct_recall")]
+    print("| | tune | held-out | all |\n|---|---|---|---|")
+    for label, key in rows:
+        vals = [cols[s][key] for s in ("tune", "held-out", "all")]
+        vals = [len(v) if isinstance(v, list) else v for v in vals]
+        print(f"| {label} | " + " | ".join(str(v) for v in vals) + " |")
+    for s in ("tune", "held-out", "all"):
+        print(f"{s}: unjudged " + ", ".join(f"{v} {k}" for k, v in cols[s]["unjudged"].items()))
     return 0
 
 
@@ -889,35 +1089,48 @@ def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="bench/zoo.py", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("fetch", help="download the pinned libraries into bench/_downloads")
-    r = sub.add_parser("replay", help="replay the zoo under torch.compile (slow; cached)")
+    r = sub.add_parser("replay", help="replay the zoo under torch.compile (slow; resumable)")
+    r.add_argument("--lib", action="append", default=[],
+                   choices=["transformers", "timm", "diffusers", "torchvision"])
     r.add_argument("--only", nargs="+", default=[], metavar="NAME")
-    r.add_argument("-j", "--jobs", type=int, default=2)
-    r.add_argument("--modes", default=",".join(MODES), help="dynamic modes (default auto,true)")
-    r.add_argument("--force", action="store_true", help="replay even up-to-date results")
-    r.add_argument("--harness-ref", metavar="REF",
-                   help="replay with the harness as committed at REF (e.g. HEAD), not the "
-                        "working tree's (which someone may be editing)")
-    sc = sub.add_parser("score", help="score the static pass against the stored replays (fast)")
+    r.add_argument("--limit", type=int, help="replay at most N models (a slice)")
+    r.add_argument("-j", "--jobs", type=int, default=1)
+    r.add_argument("--modes", default=",".join(MODES))
+    r.add_argument("--force", action="store_true", help="replay even current records")
+    r.add_argument("--retry-failed", action="store_true", help="replay failed models again")
+    r.add_argument("--timeout", type=float, default=240.0, help="seconds a mode (default 240)")
+    r.add_argument("--harness-ref", metavar="REF", help="pin the harness at REF (default: the "
+                   "recorded pin, else HEAD)")
+    pr = sub.add_parser("probe", help="build and eagerly probe models (no compile)")
+    pr.add_argument("--lib", action="append", default=[])
+    pr.add_argument("--only", nargs="+", default=[])
+    sc = sub.add_parser("score", help="score the static pass against the records (minutes)")
+    sc.add_argument("--split", default="all", choices=["tune", "held-out", "all"])
+    sc.add_argument("--json", action="store_true", help="one JSON object")
     sc.add_argument("--verbose", "-v", action="store_true",
-                    help="list each false finding and each missed blamed line")
-    sc.add_argument("--rule", help="only this rule's row and listings (e.g. SL101)")
-    sc.add_argument("--skip-all", action="store_true", help="score the default rules only")
-    sc.add_argument("--no-view", action="store_true",
-                    help="check the files in the full library trees, not the view (slower; "
-                         "for checking that the view changes no finding)")
-    t = sub.add_parser("targets", help="print the zoo as [[targets]] tables")
-    t.add_argument("--modes", default=",".join(MODES))
+                    help="list each false finding, each unjudged finding and each missed line")
+    sc.add_argument("--rule", help="only this rule's row and listings")
+    sc.add_argument("--static-ref", metavar="REF",
+                    help="the static pass as committed at REF, not the working tree's")
+    tb = sub.add_parser("table", help="tune, held-out and all side by side")
+    tb.add_argument("--static-ref", metavar="REF")
+    sub.add_parser("status", help="records per library")
     args = p.parse_args(argv)
     if args.command == "fetch":
         fetch()
         return 0
     if args.command == "replay":
-        modes = [m for m in args.modes.split(",") if m]
-        return replay(args.only, args.jobs, modes, args.force, args.harness_ref)
+        return replay(args.lib, args.only, args.jobs, args.force, args.retry_failed,
+                      args.harness_ref, args.timeout, args.limit,
+                      [m for m in args.modes.split(",") if m])
+    if args.command == "probe":
+        return probe_cmd(args.lib, args.only)
     if args.command == "score":
-        return score(args.verbose, args.rule, args.skip_all, not args.no_view)
-    if args.command == "targets":
-        return targets([m for m in args.modes.split(",") if m])
+        return score(args.split, args.json, args.verbose, args.rule, args.static_ref)
+    if args.command == "table":
+        return table(args.static_ref)
+    if args.command == "status":
+        return status()
     return 2
 
 

@@ -1,5 +1,11 @@
-"""The zoo: real models of transformers 5.23.0, diffusers 0.42.1 and timm 1.0.31 with tiny
-configs and random weights, as ``shapelint run`` targets.
+"""The former hand-picked zoo (51 models configured one by one). ``bench/zoo.py`` no longer
+scores it: its models are built mechanically by ``bench/zoo_build.py`` (issue 18), and these 51
+are all in the ``tune`` half (``bench/zoo_records/_tune.txt``). Kept as ``shapelint run``
+targets for the README's remedy example and for the torchvision import shim that
+tests/user_models imports from here.
+
+Real models of transformers 5.23.0, diffusers 0.42.1 and timm 1.0.31 with tiny configs and
+random weights, as ``shapelint run`` targets.
 
 Each entry is a harness target. From the repository root, for example::
 

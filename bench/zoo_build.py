@@ -1,0 +1,894 @@
+"""The zoo's models, built mechanically: no model is picked or configured by hand.
+
+    python bench/zoo_build.py list [--lib transformers]     # the catalogue, one name a line
+    python bench/zoo_build.py probe NAME... [-o plans.jsonl] # build + eager probe (no compile)
+
+**The catalogue** (``catalogue()``), from the pinned libraries themselves:
+
+- ``hf_<model_type>``: every key of transformers' ``MODEL_MAPPING_NAMES`` (the base model of
+  each architecture: ``AutoModel``'s table).
+- ``timm_<module>``: every module of ``timm.list_modules()`` (a model family), one model each:
+  the one with the fewest parameters (counted on the ``meta`` device, ties by name).
+- ``diffusers_<Class>``: every class diffusers exports from ``diffusers.models`` whose module
+  sits under ``unets``, ``transformers``, ``autoencoders`` or ``controlnets``.
+- ``tv_<builder>``: every builder of ``torchvision.models.list_models()`` (see ``_torchvision``).
+
+**Tiny configs** (``shrink``): the architecture's default config (``ConfigClass()``, or the
+defaults of a diffusers ``__init__``), every field renamed by one table of name patterns
+(``SHRINK``): layer counts to 2, widths to 32, heads to 4 (key/value heads 2), head dims to 8,
+feed-forward widths to 64, experts to 4 (2 per token), vocabularies to 128, per-stage lists
+(``depths``, ``hidden_sizes``, ``num_heads``) kept in length and shrunk per stage, per-layer
+lists (``layer_types``) cut to the new layer count, special token ids that no longer fit the
+vocabulary moved to 0-3, image sizes to 4 patches a side (at least 32 px); sub-configs
+(``text_config``, ``vision_config``) the same way. Nothing else changes: attention
+implementation, caches, dtypes are the library's defaults. timm models are the smallest of
+their family as published (no kwargs); diffusers classes are shrunk by the same table.
+
+**Inputs** come from the forward's signature and the config (``Recipe``): ``input_ids``
+(random ids 4..vocab-1) with ``attention_mask`` (ones), ``token_type_ids`` (zeros) and
+``decoder_input_ids`` (half the length plus one) where the signature names them;
+``pixel_values`` (``num_channels`` x side x side); ``input_values`` (raw audio samples);
+``input_features`` (``num_mel_bins`` x frames); diffusers' ``sample``/``hidden_states``,
+``timestep``, ``encoder_hidden_states``, ``pooled_projections``, ... Which of them a model
+gets is decided by the probe: every kind the signature names first, then each kind alone, in
+a fixed order; the first set an eager forward accepts wins (a vision-language model that
+rejects an image without image tokens runs its text path).
+
+**Sizes and order** (``plan``): each kind has candidate sizes (text 64, 33, 16, 9, 5 tokens;
+sides 2x, 1.5x and 1x the config's image size; 3200, 1600, 800 audio samples; ...). The probe
+keeps the sizes an eager forward at batch 2 accepts (the other kinds at their base size),
+then zips the kinds' kept sizes into *levels*, largest first. The replay calls the levels in
+that order, largest first, and within a level the batch sizes 1, 2, 3, 4, 8, 16: no first
+call takes a path that a shorter input switches off for good (BigBird's block-sparse
+attention at 64 tokens runs before 9 tokens makes it set ``original_full``). The harness
+nests batch sizes outside lengths, so the zoo hands it one "length" per (level, batch) (the
+index into the plan), with batch size 1, and ``inputs`` maps the index back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib
+import importlib.abc
+import importlib.util
+import inspect
+import json
+import os
+import re
+import signal
+import sys
+import time
+import traceback
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+#: bench/ (a sweep runs a snapshot of this file from elsewhere: it says where bench/ is)
+HERE = os.environ.get("SHAPELINT_ZOO_BENCH") or os.path.dirname(os.path.abspath(__file__))
+DOWNLOADS = os.path.join(HERE, "_downloads")
+LIBS = os.path.join(DOWNLOADS, "zoo-libs")  # transformers, diffusers, timm (pinned, no deps)
+SITE = os.path.join(DOWNLOADS, "zoo-site")  # their runtime dependencies (never torch)
+PLANS = os.path.join(DOWNLOADS, "zoo-plans")  # the probe's plan per model (the replay reads it)
+
+for _p in (LIBS, SITE):  # after the venv: the venv's torch, sympy, typing_extensions win
+    if _p not in sys.path:
+        sys.path.append(_p)
+
+#: bump when a change here changes what an existing model replays (its record is replayed)
+BUILDER_VERSION = 1
+BATCHES = [1, 2, 3, 4, 8, 16]
+PROBE_BATCH = 2
+VOCAB = 128
+TEXT_SIZES = [64, 33, 16, 9, 5]
+AUDIO_SIZES = [3200, 1600, 800]
+FEATURE_SIZES = [64, 32, 16]
+LIB_PREFIX = {"hf": "transformers", "timm": "timm", "diffusers": "diffusers", "tv": "torchvision"}
+
+
+# -- tiny configs ---------------------------------------------------------------------------------
+def _rx(*names: str) -> "re.Pattern[str]":
+    return re.compile(r"^(?:.*_)?(?:" + "|".join(names) + r")$")
+
+
+#: (pattern on the field name, what an int becomes (never larger), what each int of a list
+#: becomes given its index, or None to leave lists alone). First match wins.
+SHRINK: List[Tuple["re.Pattern[str]", Optional[int], Optional[Callable[[int, int], int]]]] = [
+    (re.compile(r"^(first_k_dense_replace|n_shared_experts|num_shared_experts|n_group|topk_group)$"), 1, None),
+    (_rx("rotary_dim", "rotary_emb_dim", "rope_dim"), 4, None),
+    (_rx("head_dim", "d_kv", "kv_channels", "attention_head_dim", "head_size", "d_head",
+         "dim_head", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "qk_head_dim"), 8,
+     lambda i, v: min(v, 8)),
+    (_rx("kv_lora_rank", "q_lora_rank"), 16, None),
+    (_rx("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num",
+         "num_query_groups", "n_kv_heads", "num_key_value_groups"), 2, None),
+    (_rx("num_attention_heads", "n_head", "num_heads", "n_heads", "attention_heads",
+         "num_attn_heads", "attn_heads", "heads"), 4, lambda i, v: min(v, 2)),
+    (_rx("num_experts_per_tok", "num_experts_per_token", "moe_topk", "top_k", "moe_k",
+         "num_selected_experts"), 2, None),
+    (_rx("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts",
+         "num_routed_experts"), 4, None),
+    (_rx("intermediate_size", "ffn_dim", "d_ff", "n_inner", "ffn_hidden_size", "mlp_dim",
+         "inner_dim", "dim_feedforward", "intermediate_dim", "d_inner", "feed_forward_size",
+         "ff_dim", "ffn_size", "dim_ff"), 64, lambda i, v: min(v, 64)),
+    (_rx("hidden_size", "d_model", "n_embd", "dim", "embed_dim", "embedding_size", "emb_dim",
+         "d_embed", "word_embed_proj_dim", "projection_dim", "hidden_dim", "proj_dim",
+         "embedding_dim", "width"), 32, None),
+    (_rx("hidden_sizes", "embed_dims", "dims", "conv_dim", "widths", "channels_list",
+         "num_channels_list", "neck_hidden_sizes", "block_out_channels", "out_channels_list",
+         "stage_channels"), None, lambda i, v: min(v, 16 * (i + 1))),
+    (_rx("depths", "depth", "layers_per_block", "num_layers_per_block", "blocks_per_stage",
+         "stage_depths"), 2, lambda i, v: min(v, 1)),
+    (_rx("num_hidden_layers", "num_layers", "n_layer", "n_layers", "num_blocks", "layers",
+         "encoder_layers", "decoder_layers", "num_encoder_layers", "num_decoder_layers",
+         "max_window_layers", "num_single_layers"), 2, None),
+    (_rx("vocab_size"), VOCAB, None),
+    (_rx("block_size"), 4, None),
+    (_rx("num_random_blocks"), 2, None),
+    (_rx("sliding_window", "attention_window", "local_attention", "local_window"), 8,
+     lambda i, v: min(v, 8)),
+    (_rx("window_size"), 4, lambda i, v: min(v, 4)),
+    (_rx("max_source_positions"), 32, None),
+    (_rx("num_groups", "norm_num_groups", "resnet_groups"), 8, None),
+]
+#: fields that name stages or layers of the full-size model (a backbone's ``out_features =
+#: ["stage12"]``): dropped, so the library's default (the last stage) applies
+DROP_FIELDS = {"out_features", "out_indices"}
+#: special tokens moved into the small vocabulary when they no longer fit it
+TOKEN_IDS = {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2, "decoder_start_token_id": 1,
+             "sep_token_id": 2, "cls_token_id": 1, "unk_token_id": 3, "mask_token_id": 3}
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def shrink(d: Dict[str, Any]) -> Dict[str, Any]:
+    """A config dict, made tiny by the name table ``SHRINK`` (recursively into sub-configs)."""
+    out: Dict[str, Any] = {}
+    old_layers = d.get("num_hidden_layers") if _is_int(d.get("num_hidden_layers")) else None
+    for k, v in d.items():
+        if k in DROP_FIELDS:
+            continue
+        if isinstance(v, dict) and "model_type" in v:
+            out[k] = shrink(v)
+            continue
+        out[k] = v
+        for pattern, to_int, to_item in SHRINK:
+            if not pattern.match(k):
+                continue
+            if _is_int(v) and to_int is not None:
+                out[k] = min(v, to_int) if v > 0 else v
+            elif isinstance(v, (list, tuple)) and v and all(_is_int(x) for x in v) and to_item:
+                out[k] = type(v)(to_item(i, x) for i, x in enumerate(v))
+            break
+    lengths = {len(v) for v in d.values() if isinstance(v, (list, tuple))}
+    for k, v in d.items():  # a count that sizes a list of the config stays (conv layers)
+        if k != "num_hidden_layers" and _is_int(v) and out.get(k) != v and v in lengths:
+            out[k] = v
+    new_layers = out.get("num_hidden_layers")
+    if old_layers and _is_int(new_layers) and new_layers < old_layers:
+        for k, v in out.items():  # per-layer lists: cut to the new layer count
+            if isinstance(v, (list, tuple)) and len(v) == old_layers and k != "num_hidden_layers":
+                out[k] = type(v)(v[:new_layers])
+            elif isinstance(v, dict) and v and all(str(x).isdigit() for x in v):
+                out[k] = {x: y for x, y in v.items() if int(x) < new_layers}  # per-layer overrides
+    vocab = out.get("vocab_size")
+    if _is_int(vocab):
+        for k, small in TOKEN_IDS.items():
+            v = out.get(k)
+            if _is_int(v) and v >= vocab:
+                out[k] = small
+            elif isinstance(v, list) and any(_is_int(x) and x >= vocab for x in v):
+                out[k] = [small]
+    ps = out.get("patch_size")
+    if _is_int(out.get("image_size")):
+        patch = ps if _is_int(ps) else (ps[0] if isinstance(ps, (list, tuple)) and ps and _is_int(ps[0]) else 8)
+        out["image_size"] = min(out["image_size"], max(32, 4 * patch))
+    return out
+
+
+# -- inputs ---------------------------------------------------------------------------------------
+def _find(cfg: Any, *names: str, default: Any = None) -> Any:
+    """A field of the config or of its sub-configs (the first found, breadth first)."""
+    todo = [cfg]
+    while todo:
+        c = todo.pop(0)
+        for n in names:
+            v = getattr(c, n, None) if not isinstance(c, dict) else c.get(n)
+            if v is not None:
+                return v
+        kids = c.values() if isinstance(c, dict) else [getattr(c, k, None) for k in
+                                                       (getattr(c, "sub_configs", None) or {})]
+        todo.extend(x for x in kids if x is not None and not isinstance(x, (int, float, str, list)))
+    return default
+
+
+def _sizes(base: int, candidates: List[int]) -> List[int]:
+    return sorted(set(candidates) | {base}, reverse=True)
+
+
+class Recipe:
+    """How to make a model's inputs: ``kinds`` -> candidate sizes, and ``make(batch, sizes)``
+    returning (args, kwargs). ``options`` lists the kind sets the probe tries, in order."""
+
+    def __init__(self, kinds: Dict[str, List[int]], base: Dict[str, int],
+                 make: Callable[[int, Dict[str, int], List[str]], Tuple[tuple, dict]],
+                 options: List[List[str]]) -> None:
+        self.kinds, self.base, self.make, self.options = kinds, base, make, options
+
+
+def _ids(batch: int, n: int, vocab: int):
+    import torch
+
+    return torch.randint(4, max(5, min(vocab, VOCAB)), (batch, n))
+
+
+def hf_recipe(model: Any) -> Recipe:
+    import torch
+
+    cfg = model.config
+    params = inspect.signature(model.forward).parameters
+    named = set(params)
+    vocab = _find(cfg, "vocab_size", default=VOCAB)
+    vocab = vocab if _is_int(vocab) else VOCAB
+    kinds: Dict[str, List[int]] = {}
+    base: Dict[str, int] = {}
+    if "input_ids" in named:
+        kinds["text"], base["text"] = list(TEXT_SIZES), 16
+    if "pixel_values" in named:
+        side = _find(cfg, "image_size", default=32)
+        side = side[0] if isinstance(side, (list, tuple)) else side
+        side = side if _is_int(side) else 32
+        kinds["image"], base["image"] = _sizes(side, [2 * side, side + side // 2]), side
+    if "input_values" in named:
+        kinds["values"], base["values"] = list(AUDIO_SIZES), 1600
+    if "input_features" in named:
+        src = _find(cfg, "max_source_positions")
+        frames = list(FEATURE_SIZES) + ([2 * src] if _is_int(src) and src <= 64 else [])
+        kinds["features"], base["features"] = sorted(set(frames), reverse=True), 32
+    channels = _find(cfg, "num_channels", default=3)
+    channels = channels if _is_int(channels) else 3
+    mels = _find(cfg, "num_mel_bins", "feature_size", "input_feat_per_channel", default=80)
+    mels = mels if _is_int(mels) else 80
+
+    def make(batch: int, sizes: Dict[str, int], use: List[str]):
+        kw: Dict[str, Any] = {}
+        if "text" in use:
+            n = sizes["text"]
+            kw["input_ids"] = _ids(batch, n, vocab)
+            if "attention_mask" in named:
+                kw["attention_mask"] = torch.ones(batch, n, dtype=torch.long)
+            if "token_type_ids" in named:
+                kw["token_type_ids"] = torch.zeros(batch, n, dtype=torch.long)
+            if "decoder_input_ids" in named:
+                kw["decoder_input_ids"] = _ids(batch, max(2, n // 2 + 1), vocab)
+        if "image" in use:
+            s = sizes["image"]
+            kw["pixel_values"] = torch.randn(batch, channels, s, s)
+        if "values" in use:
+            kw["input_values"] = torch.randn(batch, sizes["values"])
+        if "features" in use:
+            kw["input_features"] = torch.randn(batch, mels, sizes["features"])
+        return (), kw
+
+    options = [list(kinds)] + [[k] for k in kinds] if len(kinds) > 1 else [list(kinds)]
+    return Recipe(kinds, base, make, [o for o in options if o])
+
+
+def image_recipe(channels: int = 3, side: int = 32, sides: Optional[List[int]] = None,
+                 positional: bool = True, name: str = "pixel_values") -> Recipe:
+    import torch
+
+    def make(batch: int, sizes: Dict[str, int], use: List[str]):
+        s = sizes["image"]
+        x = torch.randn(batch, channels, s, s)
+        return ((x,), {}) if positional else ((), {name: x})
+
+    return Recipe({"image": sides or _sizes(side, [2 * side, side + side // 2])}, {"image": side},
+                  make, [["image"]])
+
+
+# -- the entries ----------------------------------------------------------------------------------
+#: recipes by model name, kept across re-executions of this module: the harness loads
+#: ``ZOO.<name>.build`` and ``ZOO.<name>.inputs`` as two references, executing the file twice
+_STASH: Dict[str, "Recipe"] = sys.modules.setdefault(
+    "_zoo_build_stash", type(sys)("_zoo_build_stash")).__dict__.setdefault("recipes", {})
+
+
+class Entry:
+    """One catalogue model: ``build()`` and ``inputs(batch, seq_len)`` for the harness, where
+    ``seq_len`` indexes the probe's plan (see the module docstring)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        prefix, _, self.key = name.partition("_")
+        if prefix not in LIB_PREFIX or not self.key:
+            raise AttributeError(f"not a zoo model name: {name!r}")
+        self.lib = LIB_PREFIX[prefix]
+        self._recipe: Optional[Recipe] = None
+        self._plan: Optional[Dict[str, Any]] = None
+
+    # the harness's two callables
+    def build(self):
+        import torch
+
+        torch.manual_seed(0)
+        model = BUILDERS[self.lib](self.key)
+        if isinstance(model, torch.nn.Module):
+            model.eval()
+        self._recipe = _STASH[self.name] = RECIPES[self.lib](model, self.key)
+        return model
+
+    def inputs(self, batch: int, seq_len: Optional[int] = None):
+        plan = self.plan()
+        row = plan["shapes"][seq_len or 0]
+        recipe = self._recipe or _STASH[self.name]
+        args, kw = recipe.make(row["batch"], row["sizes"], plan["use"])
+        return args, kw
+
+    def plan(self) -> Dict[str, Any]:
+        if self._plan is None:
+            with open(plan_path(self.name), encoding="utf-8") as fh:
+                self._plan = json.load(fh)
+        return self._plan
+
+
+def plan_path(name: str) -> str:
+    return os.path.join(PLANS, f"{name}.json")
+
+
+class _Zoo:
+    """``ZOO.<name>``: the entry of any catalogue name, made on first use (so the harness's
+    ``bench/zoo_build.py:ZOO.hf_llama.build`` resolves without listing the catalogue)."""
+
+    def __init__(self) -> None:
+        self._entries: Dict[str, Entry] = {}
+
+    def __getattr__(self, name: str) -> Entry:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if name not in self._entries:
+            self._entries[name] = Entry(name)
+        return self._entries[name]
+
+
+ZOO = _Zoo()
+
+
+# -- transformers ---------------------------------------------------------------------------------
+DROP_KEYS = {"transformers_version", "architectures", "_name_or_path", "model_type", "dtype",
+             "torch_dtype", "id2label", "label2id", "_commit_hash", "output_attentions"}
+
+
+def _hf_classes(model_type: str):
+    import transformers
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+
+    cls_name = MODEL_MAPPING_NAMES[model_type]
+    if isinstance(cls_name, (list, tuple)):
+        cls_name = cls_name[0]
+    return CONFIG_MAPPING[model_type], getattr(transformers, cls_name)
+
+
+def hf_config(model_type: str):
+    config_cls, _ = _hf_classes(model_type)
+    d = {k: v for k, v in config_cls().to_dict().items() if k not in DROP_KEYS}
+    return config_cls(**shrink(d))
+
+
+def build_hf(model_type: str):
+    _, model_cls = _hf_classes(model_type)
+    return model_cls(hf_config(model_type))
+
+
+# -- timm -----------------------------------------------------------------------------------------
+def build_timm(module: str):
+    install_torchvision_shim()
+    import timm
+
+    try:  # the replay's plan names the variant the probe chose (choosing again takes a minute)
+        with open(plan_path(f"timm_{module}"), encoding="utf-8") as fh:
+            name = json.load(fh).get("variant") or timm_choice(module)
+    except (OSError, ValueError):
+        name = timm_choice(module)
+    return timm.create_model(name, pretrained=False)
+
+
+@functools.lru_cache(maxsize=None)
+def timm_choice(module: str) -> str:
+    """The family's model with the fewest parameters (on the meta device), ties by name."""
+    install_torchvision_shim()
+    import timm
+    import torch
+
+    best: Optional[Tuple[int, str]] = None
+    for name in sorted(timm.list_models(module=module)):
+        try:
+            with torch.device("meta"):
+                m = timm.create_model(name, pretrained=False)
+            n = sum(p.numel() for p in m.parameters())
+        except Exception:  # noqa: BLE001 - a variant that needs arguments: not a candidate
+            continue
+        if best is None or (n, name) < best:
+            best = (n, name)
+    if best is None:
+        raise RuntimeError(f"no model of timm module {module} builds with default arguments")
+    return best[1]
+
+
+def timm_recipe(model: Any, key: str) -> Recipe:
+    cfg = getattr(model, "pretrained_cfg", None) or {}
+    size = cfg.get("input_size") or (3, 224, 224)
+    chans = size[0]
+    native = int(size[-1])  # the published resolution: the probe's base (every model takes it)
+    return image_recipe(chans, side=native, sides=sorted({64, 48, 32, native}, reverse=True))
+
+
+# -- diffusers ------------------------------------------------------------------------------------
+DIFFUSERS_FOLDERS = ("unets", "transformers", "autoencoders", "controlnets")
+
+
+def diffusers_classes() -> List[str]:
+    import diffusers.models as dm
+
+    out = []
+    for sub, names in getattr(dm, "_import_structure", {}).items():
+        if sub.split(".")[0] in DIFFUSERS_FOLDERS:
+            out.extend(n for n in names if n[0].isupper())
+    return sorted(set(out))
+
+
+def diffusers_kwargs(cls: Any) -> Dict[str, Any]:
+    sig = inspect.signature(cls.__init__)
+    d = {k: p.default for k, p in sig.parameters.items()
+         if k != "self" and p.default is not inspect.Parameter.empty
+         and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+    small = shrink(d)
+    for k in ("norm_num_groups", "resnet_groups", "num_groups"):  # must divide the widths
+        if _is_int(small.get(k)):
+            small[k] = min(small[k], 8)
+    for k in ("cross_attention_dim", "joint_attention_dim", "caption_channels", "text_embed_dim",
+              "encoder_hid_dim", "pooled_projection_dim", "projection_class_embeddings_input_dim",
+              "text_dim", "context_dim", "caption_projection_dim", "text_hidden_dim"):
+        if _is_int(small.get(k)):
+            small[k] = min(small[k], 32)
+    for k in ("sample_size",):
+        if _is_int(small.get(k)):
+            small[k] = min(small[k], 16)
+    return small
+
+
+def build_diffusers(name: str):
+    import diffusers
+
+    cls = getattr(diffusers, name)
+    return cls(**diffusers_kwargs(cls))
+
+
+def diffusers_recipe(model: Any, key: str) -> Recipe:
+    import torch
+
+    cfg = dict(getattr(model, "config", {}) or {})
+    params = inspect.signature(model.forward).parameters
+    named = set(params)
+    chans = cfg.get("in_channels") or 4
+    chans = chans if _is_int(chans) else 4
+    ctx = next((cfg[k] for k in ("cross_attention_dim", "joint_attention_dim", "caption_channels",
+                                 "text_embed_dim", "encoder_hid_dim", "text_dim", "context_dim")
+                if _is_int(cfg.get(k))), 32)
+    pooled = next((cfg[k] for k in ("pooled_projection_dim",
+                                    "projection_class_embeddings_input_dim")
+                   if _is_int(cfg.get(k))), 16)
+    first = next(iter(n for n in params if n != "self"), "sample")
+    video = "3D" in key or "Video" in key or "video" in key
+    side = 16
+
+    def make(batch: int, sizes: Dict[str, int], use: List[str]):
+        s = sizes["latent"]
+        kw: Dict[str, Any] = {}
+        if "tokens" in use:
+            kw[first] = torch.randn(batch, s * s // 4 or 1, chans)
+        elif video:
+            kw[first] = torch.randn(batch, chans, 2, s, s)
+        else:
+            kw[first] = torch.randn(batch, chans, s, s)
+        if "timestep" in named:
+            kw["timestep"] = torch.randint(0, 1000, (batch,)).float()
+        if "encoder_hidden_states" in named and "context" in use:
+            kw["encoder_hidden_states"] = torch.randn(batch, 7, ctx)
+        if "pooled_projections" in named and "context" in use:
+            kw["pooled_projections"] = torch.randn(batch, pooled)
+        if "class_labels" in named and "labels" in use:
+            kw["class_labels"] = torch.randint(0, 10, (batch,))
+        if "controlnet_cond" in named:  # the conditioning image: 2 ** (its blocks - 1) per latent
+            up = 2 ** max(0, len(cfg.get("conditioning_embedding_out_channels") or (0, 0, 0, 0)) - 1)
+            kw["controlnet_cond"] = torch.randn(batch, cfg.get("conditioning_channels") or 3,
+                                                s * up, s * up)
+        return (), kw
+
+    base = ["latent"] + (["context"] if "encoder_hidden_states" in named else [])
+    options = [base + ["labels"], base, ["latent"], base + ["tokens"], ["latent", "tokens"]]
+    return Recipe({"latent": [32, 24, 16]}, {"latent": side}, make, options)
+
+
+# -- torchvision ----------------------------------------------------------------------------------
+def tv_choices() -> List[str]:
+    """One builder per module of torchvision.models (a family: ``resnet``,
+    ``detection.faster_rcnn``, ...): the one with the fewest parameters (meta device), ties
+    by name."""
+    import torch
+
+    tvm = _torchvision()
+    best: Dict[str, Tuple[int, str]] = {}
+    for name in sorted(tvm.list_models()):
+        fn = tvm.get_model_builder(name)
+        family = fn.__module__
+        try:
+            with torch.device("meta"):
+                n = sum(p.numel() for p in _tv_model(tvm, name).parameters())
+        except Exception:  # noqa: BLE001 - counted last (ties by name): still a candidate
+            n = 1 << 62
+        if family not in best or (n, name) < best[family]:
+            best[family] = (n, name)
+    return sorted(v[1] for v in best.values())
+
+
+def _tv_model(tvm: Any, name: str):
+    """Random weights, the backbone's too (a detection model's default backbone weights are
+    ImageNet's, downloaded: never)."""
+    try:
+        return tvm.get_model(name, weights=None, weights_backbone=None)
+    except TypeError:
+        return tvm.get_model(name, weights=None)
+
+
+def build_tv(name: str):
+    return _tv_model(_torchvision(), name)
+
+
+def tv_recipe(model: Any, key: str) -> Recipe:
+    return image_recipe(3, side=64, sides=[96, 64, 48])
+
+
+#: torchvision's wheel (``bench/zoo.py fetch``), kept apart from zoo-libs: transformers takes
+#: a torchvision it finds there as importable, and it is not
+TV = os.path.join(DOWNLOADS, "zoo-tv")
+TV_VERSION = "0.29.1"
+
+
+class _RealTorchvision(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """torchvision's own Python modules without its compiled ops: PyPI's torchvision does not
+    import beside this torch (``operator torchvision::nms does not exist``: its ``_C`` library
+    targets another torch). The package's ``__init__`` runs without loading the extension and
+    its op registrations (``extension``, ``_meta_registrations`` and
+    ``_autograd_registrations`` are empty modules here: ``_has_ops()`` is False and
+    ``_assert_has_ops()`` raises); every other module is torchvision's own file. A model that
+    calls a compiled op (``nms``, ``roi_align``, ``deform_conv2d``) fails with that error."""
+
+    STUBS = ("torchvision.extension", "torchvision._meta_registrations",
+             "torchvision._autograd_registrations")
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None):
+        if fullname == "torchvision":
+            return importlib.util.spec_from_loader(fullname, self, is_package=True)
+        if fullname in self.STUBS:
+            return importlib.util.spec_from_loader(fullname, self, is_package=False)
+        return None
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module) -> None:
+        name = module.__name__
+        if name == "torchvision":
+            root = os.path.join(TV, "torchvision")
+            module.__path__ = [root]
+            module.__file__ = os.path.join(root, "__init__.py")
+            with open(module.__file__, encoding="utf-8") as fh:
+                src = fh.read()
+            src = src.replace("from . import extension", "pass  # zoo: no compiled ops")
+            src = re.sub(r"from torchvision import \((?:[^)]*)\)", "pass  # zoo: imported lazily",
+                         src, count=1)
+            exec(compile(src, module.__file__, "exec"), module.__dict__)
+        elif name == "torchvision.extension":
+            def _has_ops() -> bool:
+                return False
+
+            def _assert_has_ops() -> None:
+                raise RuntimeError("torchvision's compiled ops (torchvision::nms, roi_align, ...) "
+                                   "do not load beside this torch")
+
+            module._has_ops = _has_ops
+            module._assert_has_ops = _assert_has_ops
+
+
+def _torchvision():
+    if not any(isinstance(f, _RealTorchvision) for f in sys.meta_path):
+        sys.meta_path.insert(0, _RealTorchvision())
+    import torchvision.models
+
+    return torchvision.models
+
+
+BUILDERS: Dict[str, Callable[[str], Any]] = {"transformers": build_hf, "timm": build_timm,
+                                             "diffusers": build_diffusers, "torchvision": build_tv}
+RECIPES: Dict[str, Callable[[Any, str], Recipe]] = {
+    "transformers": lambda m, k: hf_recipe(m), "timm": timm_recipe,
+    "diffusers": diffusers_recipe, "torchvision": tv_recipe}
+
+
+def catalogue(libs: Optional[List[str]] = None) -> List[str]:
+    """Every model name, mechanically (see the module docstring)."""
+    libs = libs or ["transformers", "timm", "diffusers", "torchvision"]
+    out: List[str] = []
+    if "transformers" in libs:
+        from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+
+        out += [f"hf_{t}" for t in sorted(MODEL_MAPPING_NAMES)]
+    if "timm" in libs:
+        install_torchvision_shim()
+        import timm
+
+        out += [f"timm_{m}" for m in sorted(timm.list_modules())]
+    if "diffusers" in libs:
+        out += [f"diffusers_{c}" for c in diffusers_classes()]
+    if "torchvision" in libs and os.path.isdir(os.path.join(TV, "torchvision")):
+        out += [f"tv_{n}" for n in tv_choices()]
+    return out
+
+
+# -- the probe ------------------------------------------------------------------------------------
+class _Timeout(Exception):
+    pass
+
+
+def _alarm(_sig, _frm):
+    raise _Timeout("probe timed out")
+
+
+def _forward(model: Any, args: tuple, kw: dict) -> None:
+    import torch
+
+    with torch.no_grad():
+        model(*args, **kw)
+
+
+def _short(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}".strip().splitlines()
+    return " ".join(t.strip() for t in text[:2])[:300]
+
+
+def builder_digest() -> str:
+    """The digest of this file: a probe made by another version of it is made again."""
+    import hashlib
+
+    with open(os.path.abspath(__file__), "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()[:16]
+
+
+def recipe_digest(e: Entry, model: Any, use: List[str], levels: List[Dict[str, int]]) -> str:
+    """What a replay of this model depends on besides the versions: the class, its config,
+    the inputs used and the sizes (a record whose recipe differs is replayed)."""
+    import hashlib
+
+    if e.lib == "transformers":
+        cfg: Any = model.config.to_dict()
+    elif e.lib == "diffusers":
+        cfg = dict(model.config)
+    elif e.lib == "timm":
+        cfg = {"variant": timm_choice(e.key)}
+    else:
+        cfg = {"builder": e.key, "torchvision": TV_VERSION}
+    doc = {"class": type(model).__name__, "config": cfg, "use": use, "levels": levels,
+           "batches": BATCHES, "version": BUILDER_VERSION}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def probe(name: str, budget: int = 120) -> Dict[str, Any]:
+    """Build the model and find the inputs and sizes an eager forward accepts: its plan."""
+    import torch
+
+    t0 = time.perf_counter()
+    out: Dict[str, Any] = {"name": name, "builder_version": BUILDER_VERSION,
+                           "builder_digest": builder_digest()}
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(budget)
+    stage = "build"
+    try:
+        e = Entry(name)
+        out["lib"] = e.lib
+        model = e.build()
+        if isinstance(model, torch.nn.Module):
+            out["params"] = sum(p.numel() for p in model.parameters())
+            out["class"] = type(model).__name__
+        if e.lib == "timm":
+            out["variant"] = timm_choice(e.key)
+        rec = e._recipe
+        assert rec is not None
+        stage = "forward"
+        errors = []
+        use = None
+        for option in rec.options:
+            args, kw = rec.make(PROBE_BATCH, dict(rec.base), option)
+            try:
+                torch.manual_seed(0)
+                _forward(model, args, kw)
+                use = option
+                break
+            except _Timeout:
+                raise
+            except Exception as exc:  # noqa: BLE001
+                errors.append(f"{'+'.join(option)}: {_short(exc)}")
+        if use is None:
+            raise RuntimeError("no input set runs: " + " | ".join(errors)[:600])
+        kept: Dict[str, List[int]] = {}
+        for kind in rec.kinds:
+            if kind not in use:
+                continue
+            kept[kind] = []
+            for size in rec.kinds[kind]:
+                sizes = dict(rec.base, **{kind: size})
+                args, kw = rec.make(PROBE_BATCH, sizes, use)
+                try:
+                    torch.manual_seed(0)
+                    _forward(model, args, kw)
+                    kept[kind].append(size)
+                except _Timeout:
+                    raise
+                except Exception:  # noqa: BLE001
+                    pass
+            if not kept[kind]:
+                kept[kind] = [rec.base[kind]]
+        n = max(len(v) for v in kept.values()) if kept else 1
+        levels = []
+        for i in range(n):
+            levels.append({k: v[min(i, len(v) - 1)] for k, v in kept.items()})
+        good = []
+        for lv in levels:  # the zipped levels, checked together
+            args, kw = rec.make(PROBE_BATCH, lv, use)
+            try:
+                torch.manual_seed(0)
+                _forward(model, args, kw)
+                good.append(lv)
+            except _Timeout:
+                raise
+            except Exception:  # noqa: BLE001
+                pass
+        if not good:
+            good = [dict(rec.base)]
+        out["use"] = use
+        out["levels"] = good
+        out["recipe"] = recipe_digest(e, model, use, good)
+        out["shapes"] = [{"batch": b, "sizes": lv} for lv in good for b in BATCHES]
+        out["ok"] = True
+    except BaseException as exc:  # noqa: BLE001 - recorded as the model's failure
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        out["ok"] = False
+        out["error"] = f"{stage}: {_short(exc)}"
+        out["trace"] = traceback.format_exc()[-1500:]
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    out["seconds"] = round(time.perf_counter() - t0, 2)
+    return out
+
+
+# -- the torchvision import shim ------------------------------------------------------------------
+def _frozen_batch_norm_2d():
+    """torchvision.ops.misc.FrozenBatchNorm2d as published in torchvision 0.29.1 (BSD-3-Clause,
+    (c) Soumith Chintala 2016), minus its API-usage logging."""
+    import torch
+    from torch import Tensor
+
+    class FrozenBatchNorm2d(torch.nn.Module):
+        def __init__(self, num_features: int, eps: float = 1e-5):
+            super().__init__()
+            self.eps = eps
+            self.register_buffer("weight", torch.ones(num_features))
+            self.register_buffer("bias", torch.zeros(num_features))
+            self.register_buffer("running_mean", torch.zeros(num_features))
+            self.register_buffer("running_var", torch.ones(num_features))
+
+        def forward(self, x: Tensor) -> Tensor:
+            w = self.weight.reshape(1, -1, 1, 1)
+            b = self.bias.reshape(1, -1, 1, 1)
+            rv = self.running_var.reshape(1, -1, 1, 1)
+            rm = self.running_mean.reshape(1, -1, 1, 1)
+            scale = w * (rv + self.eps).rsqrt()
+            bias = b - rm * scale
+            return x * scale + bias
+
+    return FrozenBatchNorm2d
+
+
+class _MissingMeta(type):
+    """Placeholder classes: any attribute is another placeholder, subclassing works,
+    instantiating raises."""
+
+    def __getattr__(cls, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _missing(f"{cls.__qualname__}.{name}")
+
+
+_MISSING: Dict[str, type] = {}
+
+
+def _missing(qualname: str) -> type:
+    if qualname not in _MISSING:
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+            raise RuntimeError(f"{qualname} is a placeholder of the zoo's torchvision import shim "
+                               f"(bench/zoo_build.py): torchvision does not import beside this "
+                               f"torch, and the zoo runs no data pipeline")
+
+        _MISSING[qualname] = _MissingMeta(qualname.rsplit(".", 1)[-1], (),
+                                          {"__init__": __init__, "__qualname__": qualname,
+                                           "__module__": qualname.rsplit(".", 1)[0]})
+    return _MISSING[qualname]
+
+
+def _module_getattr(module: str, attr: str):
+    if attr.startswith("__"):
+        raise AttributeError(f"module {module!r} has no attribute {attr!r}")
+    return _missing(f"{module}.{attr}")
+
+
+class _TorchvisionShim(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """timm imports torchvision (FrozenBatchNorm2d, transforms for its data pipeline); PyPI's
+    torchvision does not import beside this torch (``operator torchvision::nms does not
+    exist``). Every ``torchvision`` module is a placeholder here, except FrozenBatchNorm2d."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None):
+        if fullname == "torchvision" or fullname.startswith("torchvision."):
+            return importlib.util.spec_from_loader(fullname, self, is_package=True)
+        return None
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module) -> None:
+        name = module.__name__
+        module.__path__ = []
+        module.__getattr__ = functools.partial(_module_getattr, name)  # PEP 562
+        if name == "torchvision":
+            module.__version__ = "0.0.0+zoo-shim"
+        if name == "torchvision.ops.misc":
+            module.FrozenBatchNorm2d = _frozen_batch_norm_2d()
+
+
+def install_torchvision_shim() -> None:
+    if not any(isinstance(f, _TorchvisionShim) for f in sys.meta_path):
+        sys.meta_path.insert(0, _TorchvisionShim())
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    p = argparse.ArgumentParser(prog="bench/zoo_build.py")
+    sub = p.add_subparsers(dest="command", required=True)
+    ls = sub.add_parser("list")
+    ls.add_argument("--lib", action="append")
+    pr = sub.add_parser("probe")
+    pr.add_argument("names", nargs="+")
+    pr.add_argument("-o", "--out", help="append one JSON line per model here (else stdout)")
+    pr.add_argument("--budget", type=int, default=120)
+    args = p.parse_args(argv)
+    if args.command == "list":
+        for n in catalogue(args.lib):
+            print(n)
+        return 0
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    for name in args.names:
+        res = probe(name, args.budget)
+        line = json.dumps(res)
+        if args.out:
+            with open(args.out, "a", encoding="utf-8") as fh:
+                fh.write(line + "\n")
+        else:
+            print(line, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,157 @@
+"""bench/zoo.py without replaying: the split is stable, records compact and expand, a record of
+other versions is refused, and ``score`` judges findings of a tiny library against tiny
+records (the static pass runs; no model is built, nothing compiles)."""
+
+import json
+import os
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCH = os.path.join(REPO, "bench")
+if BENCH not in sys.path:
+    sys.path.insert(0, BENCH)
+
+import zoo  # noqa: E402
+
+LIB = '''import torch
+
+
+class Block(torch.nn.Module):
+    def forward(self, x):
+        if x.shape[0] > 4:
+            x = x * 2
+        n = x.sum().item()
+        return x + n
+
+
+class Other(torch.nn.Module):
+    def forward(self, x):
+        if x.shape[1] > 8:
+            return x * 3
+        return x.tolist()
+'''
+
+
+def test_split_is_a_stable_hash_of_the_name():
+    # sha256(name)[0] parity: these never change (a model never moves between halves)
+    assert zoo.split_of("hf_afmoe", set()) == "tune"
+    assert zoo.split_of("hf_albert", set()) == "held-out"
+    assert zoo.split_of("hf_albert", {"hf_albert"}) == "tune"  # cited as evidence: tune
+    names = [f"m{i}" for i in range(400)]
+    share = sum(zoo.split_of(n, set()) == "tune" for n in names) / len(names)
+    assert 0.4 < share < 0.6
+
+
+def test_forced_tune_names_are_catalogue_names():
+    forced = zoo.forced_tune()
+    assert {"hf_longformer", "hf_big_bird", "hf_llama", "timm_crossvit"} <= forced
+    catalogue = (zoo.load_json(zoo.CATALOGUE_FILE) or {}).get("names")
+    if not catalogue:
+        pytest.skip("no committed catalogue")
+    libs = {zoo.lib_of(n) for n in catalogue}
+    unknown = sorted(n for n in forced if zoo.lib_of(n) in libs and n not in catalogue)
+    assert not unknown, f"_tune.txt names models the catalogue lacks: {unknown}"
+
+
+def test_ranges_round_trip():
+    lines = [1, 2, 3, 7, 9, 10, 40]
+    assert zoo.ranges(lines) == "1-3,7,9-10,40"
+    assert zoo.unranges(zoo.ranges(lines)) == set(lines)
+    assert zoo.unranges("") == set()
+
+
+def test_recall_exclusions_are_flags_and_kinds():
+    ev = {"kind": "recompile", "detail": "shape-guard"}
+    assert zoo.recall_exclusion(ev, ["a/b.py", 3, "own", "shape-guard", 0]) is None
+    assert "a call" in zoo.recall_exclusion(ev, ["a/b.py", 3, "caller", "", 0])
+    assert "framework" in zoo.recall_exclusion(ev, ["a/b.py", 3, "guard", "shape-guard", 1])
+    assert "outside" in zoo.recall_exclusion(ev, ["~torch/nn/x.py", 3, "own", "", 0])
+    size_one = {"kind": "recompile", "detail": "size-one"}
+    assert "size-one" in zoo.recall_exclusion(size_one, ["a/b.py", 3, "own", "size-one", 0])
+
+
+def test_compact_event_keeps_every_place_once(tmp_path, monkeypatch):
+    monkeypatch.setattr(zoo, "LIBS", str(tmp_path))
+    plan = {"shapes": [{"batch": 2, "sizes": {"text": 9}}]}
+    src = str(tmp_path / "lib" / "m.py")
+    ev = {"kind": "recompile", "detail": "value-guard", "abspath": src, "line": 5,
+          "shape": {"batch": 1, "seq_len": 0}, "reason": "n == 4",
+          "guards": [{"abspath": src, "line": 5, "guard": "n == 4", "detail": "value-guard"},
+                     {"abspath": src, "line": 9, "guard": "m == 2", "detail": "value-guard"}],
+          "also": [{"abspath": src, "line": 20}, {"abspath": "/x/site-packages/torch/f.py", "line": 1}]}
+    out = zoo.compact_event(ev, plan)
+    assert out["at"] == [["lib/m.py", 5, "own", "value-guard", 0],
+                         ["lib/m.py", 9, "guard", "value-guard", 0],
+                         ["lib/m.py", 20, "caller", "", 0], ["~torch/f.py", 1, "caller", "", 0]]
+    assert out["shape"] == "b=2 text=9" and out["guard"] == "n == 4"
+
+
+@pytest.fixture
+def fake_zoo(tmp_path, monkeypatch):
+    libs = tmp_path / "zoo-libs"
+    (libs / "fakelib").mkdir(parents=True)
+    (libs / "fakelib" / "__init__.py").write_text("")
+    (libs / "fakelib" / "mod.py").write_text(LIB)
+    records = tmp_path / "records"
+    monkeypatch.setattr(zoo, "LIBS", str(libs))
+    monkeypatch.setattr(zoo, "DOWNLOADS", str(tmp_path))
+    monkeypatch.setattr(zoo, "RECORDS", str(records))
+    monkeypatch.setattr(zoo, "PIN_FILE", str(records / "_harness.json"))
+    monkeypatch.setattr(zoo, "TUNE_FILE", str(records / "_tune.txt"))
+    monkeypatch.setattr(zoo, "LIBRARIES", {"fakelib": "1.0"})
+    zoo.write_json(str(records / "_harness.json"), {"commit": "0" * 40, "digest": "abc"})
+    versions = zoo.current_versions()
+
+    def record(name, **over):
+        rec = {"name": name, "lib": zoo.lib_of(name), "versions": versions, "recipe": "r",
+               "probe": {"ok": True}, "error": None, "modes": {"auto": {
+                   "seconds": 1.0, "compiles": 3, "error": None, "problems": [],
+                   "shapes_run": 6, "shapes_failed": 0, "shape_errors": [], "benign": 2,
+                   "events": [
+                       {"kind": "recompile", "detail": "shape-guard", "shape": "b=8 text=9",
+                        "at": [["fakelib/mod.py", 6, "own", "shape-guard", 0]],
+                        "reason": "x.size()[0] <= 4"},
+                       {"kind": "recompile", "detail": "input-dynamic", "at": [],
+                        "reason": "`x` dim 0 changed"},
+                       {"kind": "recompile", "detail": "shape-guard",
+                        "at": [["fakelib/mod.py", 7, "own", "shape-guard", 1]],
+                        "framework": 1, "reason": "s0 < 16"}],
+                   "executed": {"fakelib/mod.py": "5-9"}}}}
+        rec.update(over)
+        zoo.write_json(zoo.record_path(name), rec)
+
+    record("hf_fake_ok")
+    record("hf_fake_old", versions=dict(versions, torch="0.0.1"))
+    record("hf_fake_broken", error="build: ValueError: no", modes={})
+    return versions
+
+
+def test_score_judges_findings_and_refuses_other_versions(fake_zoo):
+    d = zoo.score_data("all", None)
+    assert d["models"] == 1
+    assert [x["name"] for x in d["stale"]] == ["hf_fake_old"]  # never mixed in
+    assert d["failed"] == [{"name": "hf_fake_broken", "error": "build: ValueError: no"}]
+    # SL101 on line 6 ran and torch blamed it: true; SL202 on line 8 ran, never blamed: false;
+    # the findings of Other.forward (lines 14-16) never ran: unjudged
+    by_line = {(f["rule"], int(f["line"])) for f in d["_falses"]}
+    assert ("SL202", 8) in by_line
+    assert d["rules"]["SL101"]["true"] >= 1
+    assert d["judged"] == d["true"] + d["false"]
+    assert d["findings"] == d["judged"] + sum(d["unjudged"].values())
+    assert d["unjudged"].get("no replay executed this statement", 0) >= 1
+    assert d["judged_share"] == round(d["judged"] / d["findings"], 3)
+    # recall: line 6 (own, not framework) is the pool; the framework guard on 7 is excluded
+    assert d["blamed_lines"] == 1 and d["direct_recall"] == 1.0
+    assert d["excluded"]["framework guard (torch's own code)"] == 1
+    assert d["excluded"]["benign specialization (a size that never varied)"] == 2
+    text = json.dumps(zoo.public(d))
+    for key in ("models", "failed", "findings", "judged", "judged_share", "precision", "recall",
+                "direct_recall", "rules"):
+        assert f'"{key}"' in text
+
+
+def test_split_filters_records(fake_zoo, monkeypatch):
+    monkeypatch.setattr(zoo, "split_of", lambda name, forced=None: "held-out")
+    assert zoo.score_data("tune", None)["models"] == 0
