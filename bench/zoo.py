@@ -495,6 +495,21 @@ def run_probes(names: List[str], budget: int = 120, quiet: bool = False) -> Dict
 
 
 # -- replay ---------------------------------------------------------------------------------------
+def interleave(names: List[str]) -> List[str]:
+    """The sweep's order: one model of each library in turn (catalogue order within one), so a
+    slice of the sweep holds every library."""
+    by_lib: Dict[str, List[str]] = {}
+    for n in names:
+        by_lib.setdefault(lib_of(n), []).append(n)
+    out: List[str] = []
+    queues = list(by_lib.values())
+    while any(queues):
+        for q in queues:
+            if q:
+                out.append(q.pop(0))
+    return out
+
+
 class Progress:
     def __init__(self, total: int) -> None:
         self.total, self.done, self.t0 = total, 0, time.time()
@@ -529,6 +544,7 @@ def replay(libs: List[str], only: List[str], jobs: int, force: bool, retry_faile
         names = [n for n in names if n in only]
     if libs:
         names = [n for n in names if lib_of(n) in libs]
+    names = interleave(names)
     print(f"zoo: {len(names)} model(s) in the catalogue selection (harness {pin['commit'][:12]}, "
           f"digest {pin['digest']}; -j {jobs}; timeout {timeout:g} s a mode)", file=sys.stderr,
           flush=True)
