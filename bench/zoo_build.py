@@ -164,13 +164,36 @@ def shrink(d: Dict[str, Any]) -> Dict[str, Any]:
     for k, v in d.items():  # a count that sizes a list of the config stays (conv layers)
         if k != "num_hidden_layers" and _is_int(v) and out.get(k) != v and v in lengths:
             out[k] = v
+    _keep_invariants(d, out)
     new_layers = out.get("num_hidden_layers")
     if old_layers and _is_int(new_layers) and new_layers < old_layers:
-        for k, v in out.items():  # per-layer lists: cut to the new layer count
-            if isinstance(v, (list, tuple)) and len(v) == old_layers and k != "num_hidden_layers":
-                out[k] = type(v)(v[:new_layers])
-            elif isinstance(v, dict) and v and all(str(x).isdigit() for x in v):
-                out[k] = {x: y for x, y in v.items() if int(x) < new_layers}  # per-layer overrides
+        # per-layer lists (``layer_types``) and per-layer overrides keep one layer of each kind
+        # (first appearances, at most 4 layers), then the first layers up to the new count
+        per_layer = {k: v for k, v in out.items() if isinstance(v, (list, tuple))
+                     and len(v) == old_layers and k != "num_hidden_layers"}
+        primary = per_layer.get("layer_types") or next(iter(per_layer.values()), None)
+        keep: List[int] = []
+        if primary is not None:
+            seen: List[str] = []
+            for i, x in enumerate(primary):
+                key = json.dumps(x, sort_keys=True, default=str)
+                if key not in seen and len(keep) < 4:
+                    seen.append(key)
+                    keep.append(i)
+        for i in range(old_layers):
+            if len(keep) >= new_layers:
+                break
+            if i not in keep:
+                keep.append(i)
+        keep.sort()
+        if len(keep) > new_layers:
+            out["num_hidden_layers"] = len(keep)
+        for k, v in per_layer.items():
+            out[k] = type(v)(v[i] for i in keep)
+        for k, v in list(out.items()):
+            if isinstance(v, dict) and v and all(str(x).isdigit() for x in v):
+                out[k] = {type(x)(keep.index(int(x))) if isinstance(x, int) else str(keep.index(int(x))): y
+                          for x, y in v.items() if int(x) in keep}
     vocab = out.get("vocab_size")
     if _is_int(vocab):
         for k, small in TOKEN_IDS.items():
@@ -184,6 +207,41 @@ def shrink(d: Dict[str, Any]) -> Dict[str, Any]:
         patch = ps if _is_int(ps) else (ps[0] if isinstance(ps, (list, tuple)) and ps and _is_int(ps[0]) else 8)
         out["image_size"] = min(out["image_size"], max(32, 4 * patch))
     return out
+
+
+KV_HEADS = ("num_key_value_heads", "num_kv_heads", "n_head_kv", "n_kv_heads")
+HEADS = ("num_attention_heads", "n_head", "num_heads", "n_heads")
+
+
+def _keep_invariants(old: Dict[str, Any], out: Dict[str, Any]) -> None:
+    """Relations the library checks or assumes between fields, kept after shrinking: key/value
+    heads keep their ratio to the heads (a model without grouped attention keeps as many), an
+    SSM's heads times head dim stay its expanded width, a multimodal rotary split
+    (``mrope_section``) is rescaled to the new head dim."""
+    heads = next((h for h in HEADS if _is_int(old.get(h)) and _is_int(out.get(h))), None)
+    if heads:
+        for kv in KV_HEADS:
+            if _is_int(old.get(kv)) and old[heads] > 0:
+                want = max(1, out[heads] * old[kv] // old[heads])
+                while out[heads] % want:
+                    want -= 1
+                out[kv] = want
+    if all(_is_int(out.get(k)) for k in ("mamba_expand", "hidden_size", "mamba_d_head")) \
+            and _is_int(out.get("mamba_n_heads")):
+        out["mamba_n_heads"] = max(1, out["mamba_expand"] * out["hidden_size"] // out["mamba_d_head"])
+    rope = out.get("rope_parameters") or out.get("rope_scaling")
+    if isinstance(rope, dict) and isinstance(rope.get("mrope_section"), list):
+        hd = out.get("head_dim") if _is_int(out.get("head_dim")) else None
+        if hd is None and _is_int(out.get("hidden_size")) and heads:
+            hd = out["hidden_size"] // out[heads]
+        sec = rope["mrope_section"]
+        if hd and sum(sec) != hd // 2 and all(_is_int(x) for x in sec):
+            half, total = hd // 2, sum(sec)
+            new = [max(1, x * half // total) for x in sec]
+            new[0] += half - sum(new)
+            if new[0] >= 1:
+                rope = dict(rope, mrope_section=new)
+                out["rope_parameters" if "rope_parameters" in out else "rope_scaling"] = rope
 
 
 # -- inputs ---------------------------------------------------------------------------------------
