@@ -1103,6 +1103,43 @@ def table(static_ref: Optional[str]) -> int:
     return 0
 
 
+def error_class(error: str) -> str:
+    """A failure's class: its stage and exception type ('build: ValueError', 'replay (auto):
+    timed out', ...)."""
+    m = re.match(r"^(build|forward|probe|replay \(\w+\)): (?:RuntimeError: no input set runs: "
+                 r"(?:[\w+]+: )?)?(\w+(?:Error|Exception|Warning)?|timed out)", error or "")
+    if not m:
+        return (error or "?").split(":")[0][:40]
+    stage = {"forward": "no input set an eager forward accepts"}.get(m.group(1), m.group(1))
+    return f"{stage}: {m.group(2)}"
+
+
+def failed_list() -> int:
+    """Every model that could not be built or replayed, grouped by class, as Markdown (the
+    README links to the committed copy, bench/zoo_records/_failed.md)."""
+    versions = current_versions()
+    forced = forced_tune()
+    rows = []
+    for rec in load_records():
+        if rec.get("versions") != versions:
+            continue
+        state, why = model_state(rec)
+        if state == "failed":
+            rows.append((error_class(why), rec["name"], why))
+    groups: Dict[str, List[Tuple[str, str]]] = {}
+    for cls, name, why in sorted(rows):
+        groups.setdefault(cls, []).append((name, why))
+    print(f"# Zoo models that could not be built or replayed ({len(rows)})\n")
+    print("Written by `python bench/zoo.py failed` from the committed records; each line is the "
+          "model, its split and its error.\n")
+    for cls, items in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        print(f"## {cls} ({len(items)})\n")
+        for name, why in items:
+            print(f"- `{name}` ({split_of(name, forced)}): {why[:240].replace('|', '/')}")
+        print()
+    return 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="bench/zoo.py", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -1133,6 +1170,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     tb = sub.add_parser("table", help="tune, held-out and all side by side")
     tb.add_argument("--static-ref", metavar="REF")
     sub.add_parser("status", help="records per library")
+    sub.add_parser("failed", help="the models that failed, grouped, as Markdown")
     args = p.parse_args(argv)
     if args.command == "fetch":
         fetch()
@@ -1149,6 +1187,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         return table(args.static_ref)
     if args.command == "status":
         return status()
+    if args.command == "failed":
+        return failed_list()
     return 2
 
 
