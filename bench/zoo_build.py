@@ -660,8 +660,17 @@ class _RealTorchvision(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             module._assert_has_ops = _assert_has_ops
 
 
+def _forget_torchvision() -> None:
+    """A process that probes timm (placeholders) and torchvision (its own modules) in turn
+    switches between the two: what the other imported is forgotten."""
+    for mod in [m for m in sys.modules if m == "torchvision" or m.startswith("torchvision.")]:
+        del sys.modules[mod]
+
+
 def _torchvision():
     if not any(isinstance(f, _RealTorchvision) for f in sys.meta_path):
+        sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _TorchvisionShim)]
+        _forget_torchvision()
         sys.meta_path.insert(0, _RealTorchvision())
     import torchvision.models
 
@@ -917,6 +926,8 @@ class _TorchvisionShim(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 def install_torchvision_shim() -> None:
     if not any(isinstance(f, _TorchvisionShim) for f in sys.meta_path):
+        sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _RealTorchvision)]
+        _forget_torchvision()
         sys.meta_path.insert(0, _TorchvisionShim())
 
 
