@@ -129,6 +129,9 @@ SHRINK: List[Tuple["re.Pattern[str]", Optional[int], Optional[Callable[[int, int
     (_rx("max_source_positions"), 32, None),
     (_rx("num_groups", "norm_num_groups", "resnet_groups"), 8, None),
 ]
+#: no downloads: a backbone is built from its config, with random weights, by transformers
+#: itself (its timm backbones need torchvision, which transformers cannot import here)
+SET_FIELDS = {"use_pretrained_backbone": False, "use_timm_backbone": False}
 #: fields that name stages or layers of the full-size model (a backbone's ``out_features =
 #: ["stage12"]``): dropped, so the library's default (the last stage) applies
 DROP_FIELDS = {"out_features", "out_indices"}
@@ -147,6 +150,9 @@ def shrink(d: Dict[str, Any]) -> Dict[str, Any]:
     old_layers = d.get("num_hidden_layers") if _is_int(d.get("num_hidden_layers")) else None
     for k, v in d.items():
         if k in DROP_FIELDS:
+            continue
+        if k in SET_FIELDS and isinstance(v, bool):
+            out[k] = SET_FIELDS[k]
             continue
         if isinstance(v, dict) and "model_type" in v:
             out[k] = shrink(v)
@@ -292,6 +298,8 @@ def hf_recipe(model: Any) -> Recipe:
     base: Dict[str, int] = {}
     if "input_ids" in named:
         kinds["text"], base["text"] = list(TEXT_SIZES), 16
+    if "decoder_input_ids" in named and "input_ids" not in named:  # a speech/vision decoder
+        kinds["decoder"], base["decoder"] = list(TEXT_SIZES), 16
     if "pixel_values" in named:
         side = _find(cfg, "image_size", default=32)
         side = side[0] if isinstance(side, (list, tuple)) else side
@@ -302,7 +310,8 @@ def hf_recipe(model: Any) -> Recipe:
     if "input_features" in named:
         src = _find(cfg, "max_source_positions")
         frames = list(FEATURE_SIZES) + ([2 * src] if _is_int(src) and src <= 64 else [])
-        kinds["features"], base["features"] = sorted(set(frames), reverse=True), 32
+        kinds["features"] = sorted(set(frames), reverse=True)
+        base["features"] = 2 * src if _is_int(src) and src <= 64 else 32  # an encoder's exact length
     channels = _find(cfg, "num_channels", default=3)
     channels = channels if _is_int(channels) else 3
     mels = _find(cfg, "num_mel_bins", "feature_size", "input_feat_per_channel", default=80)
@@ -319,16 +328,24 @@ def hf_recipe(model: Any) -> Recipe:
                 kw["token_type_ids"] = torch.zeros(batch, n, dtype=torch.long)
             if "decoder_input_ids" in named:
                 kw["decoder_input_ids"] = _ids(batch, max(2, n // 2 + 1), vocab)
+        if "decoder" in use:
+            kw["decoder_input_ids"] = _ids(batch, sizes["decoder"], vocab)
         if "image" in use:
             s = sizes["image"]
             kw["pixel_values"] = torch.randn(batch, channels, s, s)
-        if "values" in use:
-            kw["input_values"] = torch.randn(batch, sizes["values"])
-        if "features" in use:
-            kw["input_features"] = torch.randn(batch, mels, sizes["features"])
+        if "values" in use:  # raw audio: (batch, samples), or (batch, 1, samples) for codecs
+            shape = (batch, 1, sizes["values"]) if "mono" in use else (batch, sizes["values"])
+            kw["input_values"] = torch.randn(*shape)
+        if "features" in use:  # (batch, mel bins, frames), or (batch, frames, mel bins)
+            n = sizes["features"]
+            kw["input_features"] = torch.randn(*((batch, n, mels) if "frames-first" in use
+                                                 else (batch, mels, n)))
         return (), kw
 
     options = [list(kinds)] + [[k] for k in kinds] if len(kinds) > 1 else [list(kinds)]
+    # the other layout of audio inputs, tried after the usual one
+    options += [o + ["mono"] for o in options if "values" in o]
+    options += [o + ["frames-first"] for o in options if "features" in o]
     return Recipe(kinds, base, make, [o for o in options if o])
 
 
