@@ -858,6 +858,29 @@ def model_state(rec: Dict[str, Any]) -> Tuple[str, str]:
     return ("partial", "; ".join(errs)[:300]) if errs else ("replayed", "")
 
 
+_CHECKS: Dict[Tuple[str, Tuple[str, ...]], Tuple[Dict[str, Any], float]] = {}
+
+
+def _checked(files: List[str], static_ref: Optional[str]) -> Tuple[Dict[str, Any], float, str]:
+    """The static pass over ``files`` (relative to the libraries), and its seconds; a split
+    scored after ``all`` in one process reuses all's pass (a file's findings do not depend on
+    which other files are named)."""
+    root = static_root(static_ref)
+    for (r, done), (doc, secs) in _CHECKS.items():
+        if r == root and set(files) <= set(done):
+            return doc, secs, root
+    t0 = time.perf_counter()
+    view = build_view(set(files))
+    doc = run_check([os.path.join(view, f) for f in files], view, root)
+    vroot = os.path.abspath(view) + os.sep
+    for f in doc.get("findings", []):
+        ab = os.path.abspath(os.path.join(root, f.get("path") or ""))
+        f["path"] = ab[len(vroot):].replace(os.sep, "/") if ab.startswith(vroot) else None
+    secs = round(time.perf_counter() - t0, 1)
+    _CHECKS[(root, tuple(sorted(files)))] = (doc, secs)
+    return doc, secs, root
+
+
 def score_data(split: str, static_ref: Optional[str] = None) -> Dict[str, Any]:
     versions = current_versions()
     forced = forced_tune()
@@ -930,22 +953,11 @@ def score_data(split: str, static_ref: Optional[str] = None) -> Dict[str, Any]:
     out["executed_lines"] = sum(len(v) for v in executed.values())
     out["files_checked"] = len(files)
     # -- the static pass --------------------------------------------------------------------------
-    root = static_root(static_ref)
-    t0 = time.perf_counter()
-    view = build_view(set(files))
-    doc = run_check([os.path.join(view, f) for f in files], view, root)
-    out["check_seconds"] = round(time.perf_counter() - t0, 1)
+    doc, out["check_seconds"], root = _checked(files, static_ref)
     out["static"] = static_ref or "working tree"
     rules = rules_info(root)
-    vroot = os.path.abspath(view) + os.sep
-    findings = []
-    for f in doc.get("findings", []):
-        ab = os.path.abspath(os.path.join(root, f.get("path") or ""))
-        if not ab.startswith(vroot):
-            continue
-        f = dict(f, path=ab[len(vroot):].replace(os.sep, "/"))
-        if f["path"] in executed or f["path"] in blame:
-            findings.append(f)
+    findings = [dict(f) for f in doc.get("findings", [])
+                if f.get("path") and (f["path"] in executed or f["path"] in blame)]
     out["check_errors"] = len(doc.get("errors") or [])
     # -- precision --------------------------------------------------------------------------------
     per_rule: Dict[str, Dict[str, Any]] = {}
@@ -1088,7 +1100,7 @@ def score(split: str, as_json: bool, verbose: bool, only_rule: Optional[str],
 
 def table(static_ref: Optional[str]) -> int:
     """tune, held-out and all side by side (one static pass per split)."""
-    cols = {s: score_data(s, static_ref) for s in ("tune", "held-out", "all")}
+    cols = {s: score_data(s, static_ref) for s in ("all", "tune", "held-out")}
     rows = [("models replayed", "models"), ("failed", "failed"), ("findings", "findings"),
             ("judged", "judged"), ("judged_share", "judged_share"), ("true", "true"),
             ("false", "false"), ("precision", "precision"), ("blamed lines", "blamed_lines"),
