@@ -11,17 +11,17 @@ from typing import Iterable, Tuple
 
 from shapelint.config import ConfigError
 from shapelint.finding import CheckResult, Finding
-from shapelint.report import write_atomic
+from shapelint.output import write_atomic
 
 
 def key(f: Finding) -> Tuple[str, str, str]:
     return (f.rule, f.path.replace("\\", "/"), " ".join(f.source_line.split()))
 
 
-def write(path: str, findings: Iterable[Finding]) -> None:
+def write(path: str, findings: Iterable[Finding], force: bool = False) -> None:
     counts = Counter(key(f) for f in findings)
     entries = [{"rule": r, "path": p, "source": s, "count": n} for (r, p, s), n in sorted(counts.items())]
-    write_atomic(path, json.dumps({"version": 1, "findings": entries}, indent=1) + "\n")
+    write_atomic(path, json.dumps({"version": 1, "findings": entries}, indent=1) + "\n", force)
 
 
 def apply(path: str, result: CheckResult) -> CheckResult:

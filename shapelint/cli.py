@@ -10,13 +10,14 @@ import argparse
 import os
 import sys
 import traceback
-from typing import Dict, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
 from shapelint import __version__
 from shapelint.config import (ConfigError, Settings, check_codes, check_setting_codes,
                               enabled_codes, load_settings)
-from shapelint.finding import CheckResult, as_target
-from shapelint.report import FORMATS, OutputError, check_writable, render, write_atomic
+from shapelint.finding import CheckResult, TargetResult
+from shapelint.output import OutputError, check_writable, is_stdout, write_atomic
+from shapelint.report import FORMATS, render
 
 COMMANDS = ("check", "run", "rule", "report", "test-rules")
 #: the exit status of a command whose reader went away (``| head``), as a shell reports a
@@ -41,7 +42,10 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--exclude", action="append", default=[], help="glob of paths to skip")
     p.add_argument("--format", "--output-format", dest="format", choices=FORMATS,
                    help="output format (default text)")
-    p.add_argument("-o", "--output", help="write the report to this file")
+    p.add_argument("-o", "--output", help="write the report to this file (`-`: standard output); "
+                                          "never a device, FIFO, link or, without --force, a .py file")
+    p.add_argument("--force", action="store_true",
+                   help="let -o and --write-baseline overwrite a Python source file")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
     p.add_argument("-j", "--jobs", type=int, default=0, metavar="N",
                    help="processes for a large static pass (default: one per core; 1: no fork)")
@@ -101,7 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
                                            "merged, as the shards of one run) in another format")
     report.add_argument("json_files", nargs="+", metavar="JSON_FILE")
     report.add_argument("--format", "--output-format", dest="format", choices=FORMATS, default="text")
-    report.add_argument("-o", "--output")
+    report.add_argument("-o", "--output", help="write the report to this file (`-`: standard output)")
+    report.add_argument("--force", action="store_true", help="let -o overwrite a Python source file")
     report.add_argument("--exit-zero", action="store_true")
     report.add_argument("--statistics", action="store_true", help="count findings per rule")
     report.add_argument("--config", help="the config whose rule-paths name the rules (default: search)")
@@ -180,7 +185,7 @@ def resolve_settings(args: argparse.Namespace, paths: Sequence[str]):
     first = paths[0] if paths else "."
     for target in (getattr(args, "output", None), getattr(args, "write_baseline", None)):
         if target:
-            check_writable(target)  # before a long check, not after it
+            check_writable(target, args.force)  # before a long check, not after it
     settings = load_settings(first, None, args.config)
     # user rules are known only once rule-paths are loaded: check the codes after that
     rules = load_rules(settings)
@@ -256,7 +261,7 @@ def apply_filters(args: argparse.Namespace, result: CheckResult) -> CheckResult:
 
     if getattr(args, "write_baseline", None):
         findings = result.all_findings()
-        bl.write(args.write_baseline, findings)
+        bl.write(args.write_baseline, findings, force=args.force)
         _say(f"shapelint: wrote {len(findings)} finding{'s' if len(findings) != 1 else ''} "
              f"to the baseline {args.write_baseline}")
     if getattr(args, "baseline", None):
@@ -269,17 +274,18 @@ def apply_filters(args: argparse.Namespace, result: CheckResult) -> CheckResult:
 
 
 def emit(args: argparse.Namespace, settings: Settings, result: CheckResult, rules,
-         targets: List[Dict], fail_on_findings: bool = True) -> int:
+         targets: List[TargetResult], fail_on_findings: bool = True) -> int:
     fmt = args.format or settings.output_format or "text"
-    color = fmt == "text" and not args.output and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    to_stdout = not args.output or is_stdout(args.output)
+    color = fmt == "text" and to_stdout and sys.stdout.isatty() and "NO_COLOR" not in os.environ
     text = render(fmt, result, rules=rules, targets=targets, color=color,
                   statistics=getattr(args, "statistics", False))
-    if args.output:
-        write_atomic(args.output, text)
-    else:
+    if to_stdout:
         sys.stdout.write(text)
+    else:
+        write_atomic(args.output, text, args.force)
     failed = (fail_on_findings and bool(result.all_findings() or result.errors)) or any(
-        as_target(t).failed for t in targets)
+        t.failed for t in targets)
     return 0 if args.exit_zero or not failed else 1
 
 
@@ -288,21 +294,18 @@ def cmd_report(args: argparse.Namespace) -> int:
     once and writes SARIF, annotations and the step summary from the same result, exactly
     what the live run would have printed in that format. Several files (the shards of one
     run) are merged into one report (see shapelint.report.merge)."""
-    import json
-
     from shapelint.report.merge import merge, read_report
 
     if args.output:
-        check_writable(args.output)
+        check_writable(args.output, args.force)
     settings = load_settings(".", None, args.config)
     rules = load_rules(settings)  # the user's rules too: their codes and documentation
     docs = []
     for path in args.json_files:
         try:
-            with open(path, encoding="utf-8") as fh:
-                docs.append(read_report(json.load(fh)))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise ConfigError(f"{path}: not a shapelint JSON report ({exc})") from exc
+            docs.append(read_report(path))
+        except (OSError, ValueError) as exc:  # a SchemaError names the field
+            raise ConfigError(str(exc)) from exc
     result, targets = merge(docs)
     return emit(args, Settings(), result, rules, targets=targets, fail_on_findings=not targets)
 

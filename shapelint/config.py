@@ -97,22 +97,65 @@ def _closest(word: str, choices: Sequence[str]) -> str:
 
 
 def find_config(start: str) -> Optional[str]:
-    """Nearest shapelint.toml, or pyproject.toml that has a [tool.shapelint] table. A
-    pyproject.toml that cannot be read as TOML is an error, not skipped: it may hold the
-    ``[tool.shapelint]`` table whose ``ignore`` the user expects."""
+    """Nearest shapelint.toml, or pyproject.toml that has a [tool.shapelint] table, searching
+    up from ``start`` but never past the project's root: the repository root (a folder holding
+    ``.git``), else the filesystem's. A config names rule files to import, so one that another
+    user could have planted above the project (``/tmp/shapelint.toml``, the pattern of git's
+    CVE-2022-24765) must not be read: the search stops at the repository root, and a config
+    owned by another user (not you, not root) is refused. A pyproject.toml that cannot be read
+    as TOML is an error, not skipped: it may hold the ``[tool.shapelint]`` table whose
+    ``ignore`` the user expects."""
     d = os.path.abspath(start if os.path.isdir(start) else os.path.dirname(start) or ".")
     while True:
         for name in CONFIG_FILES:
             p = os.path.join(d, name)
             if os.path.isfile(p):
+                _check_owner(p)
                 if name != "pyproject.toml":
                     return p
                 if "shapelint" in _read_toml(p).get("tool", {}):
                     return p
         parent = os.path.dirname(d)
+        if parent == d or os.path.exists(os.path.join(d, ".git")):
+            return None
+        d = parent
+
+
+def repository_root(path: str) -> Optional[str]:
+    """The folder holding ``.git`` at or above ``path``, if any."""
+    d = os.path.abspath(path if os.path.isdir(path) else os.path.dirname(path) or ".")
+    while True:
+        if os.path.exists(os.path.join(d, ".git")):
+            return d
+        parent = os.path.dirname(d)
         if parent == d:
             return None
         d = parent
+
+
+def _check_owner(path: str) -> None:
+    """A config found by the search must be yours (or root's), as git asks of a repository."""
+    if not hasattr(os, "getuid"):
+        return
+    owner = os.stat(path).st_uid
+    if owner not in (os.getuid(), 0):
+        raise ConfigError(f"{path}: refusing a config owned by another user (uid {owner}); "
+                          f"name it with --config if you trust it")
+
+
+def check_rule_paths(settings: "Settings", named: bool) -> None:
+    """Rule files are imported (they are code): those of a config the search found must lie in
+    the project (the repository holding the config, else the config's folder). A config named
+    on the command line (``--config``) is trusted as the user's own choice."""
+    if named or not settings.rule_paths or not settings.config_path:
+        return
+    root = os.path.realpath(repository_root(settings.config_path) or settings.base_dir)
+    for entry in settings.rule_paths:
+        full = os.path.realpath(os.path.join(settings.base_dir, entry))
+        if os.path.commonpath([full, root]) != root:
+            raise ConfigError(f"{settings.config_path}: `rule-paths` entry `{entry}` is outside the "
+                              f"project ({root}); rules outside it are imported only from a "
+                              f"config named with --config")
 
 
 def _read_toml(path: str) -> Dict[str, Any]:
@@ -252,9 +295,13 @@ def load_settings(start: str, known_codes: Optional[Sequence[str]] = None,
     path = explicit or find_config(start)
     if path is None:
         return Settings()
-    if explicit and not os.path.isfile(explicit):
+    if explicit and not os.path.exists(explicit):
         raise ConfigError(f"{explicit}: no such config file")
-    return validate(load_table(path), path, known_codes)
+    if explicit and not os.path.isfile(explicit):
+        raise ConfigError(f"{explicit}: not a config file (not a regular file)")
+    settings = validate(load_table(path), path, known_codes)
+    check_rule_paths(settings, named=bool(explicit))
+    return settings
 
 
 def resolve_codes(known: Sequence[str], defaults: Sequence[str], select: Sequence[str],

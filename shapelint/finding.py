@@ -1,24 +1,143 @@
-"""The one currency of shapelint: a Finding, from the static pass, the harness or both.
+"""The one currency of shapelint: a Finding, from the static pass, the harness or both, and the
+harness's typed results (an Event per thing torch did, a TargetResult per replayed target).
 
-Every reporter reads a list of Findings; nothing downstream recomputes them.
+Every reporter reads these records; nothing downstream recomputes them. Each is a dataclass
+whose kinds are enums (:class:`Status`, :class:`EventKind`, :class:`Blame`,
+:class:`RemedyKind`); JSON is read back only through :func:`shapelint.schema.load`, which checks
+every field against these annotations, so an event kind added later touches one enum.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
+import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Union
 
-#: Statuses a finding moves through once the harness has run.
-PREDICTED = "predicted"
-CONFIRMED = "confirmed"
-NOT_SEEN = "not-seen"
-#: the harness ran the file but never reached the finding's line (coverage of the replay)
-NOT_REACHED = "not-reached"
-UNPREDICTED = "unpredicted"
+from shapelint.schema import dump, flatten, load
 
-SEVERITIES = ("error", "warning", "info")
 
+class StrEnum(str, enum.Enum):
+    """An enum whose members are their string values (JSON, comparisons, f-strings)."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+
+class Severity(StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+class Status(StrEnum):
+    """Where a finding stands once the harness has run; the order is their strength (a finding
+    several shards report keeps its strongest status)."""
+
+    CONFIRMED = "confirmed"
+    UNPREDICTED = "unpredicted"
+    NOT_SEEN = "not-seen"
+    NOT_REACHED = "not-reached"
+    PREDICTED = "predicted"
+
+    @property
+    def strength(self) -> int:
+        return len(Status) - list(Status).index(self)
+
+    @property
+    def label(self) -> str:
+        return self.value.replace("-", " ")
+
+
+PREDICTED, CONFIRMED, NOT_SEEN, NOT_REACHED, UNPREDICTED = (
+    Status.PREDICTED, Status.CONFIRMED, Status.NOT_SEEN, Status.NOT_REACHED, Status.UNPREDICTED)
+
+
+class EventKind(StrEnum):
+    """What torch did, one kind per event; a rule's ``evidence`` names the kinds that confirm
+    its findings."""
+
+    RECOMPILE = "recompile"
+    SPECIALIZATION = "specialization"
+    GRAPH_BREAK = "graph-break"
+    COMPILE_ERROR = "compile-error"
+    FALLBACK = "fallback"
+
+    @property
+    def label(self) -> str:
+        return {"graph-break": "graph break", "compile-error": "compile error",
+                "fallback": "fell back to eager"}.get(self.value, self.value)
+
+
+RECOMPILE, SPECIALIZATION, GRAPH_BREAK, COMPILE_ERROR, FALLBACK = tuple(EventKind)
+EVENT_KINDS = tuple(EventKind)
+
+
+class Blame(StrEnum):
+    """How an event, or one failed guard of a recompile, was blamed (harness/blame.py)."""
+
+    # recompiles: the failed guard of a cache entry
+    SHAPE_GUARD = "shape-guard"          # a symbolic-shape guard, re-evaluated false
+    VALUE_GUARD = "value-guard"          # an int/attribute value guard with a user stack
+    INPUT_DYNAMIC = "input-dynamic"      # an input compiled static changed (torch's own step)
+    SIZE_ONE = "size-one"                # a size-1 input after a dynamic compile (0/1)
+    DIM_MARKING = "dim-marking"          # mark_dynamic after graphs compiled without it
+    DUCK_SIZING = "duck-sizing"          # two inputs shared a symbol and now differ
+    HARNESS = "harness"                  # the same code compiled for another backend
+    ATTRIBUTE = "attribute"              # a tensor attribute changed; no write of it ran
+    ATTRIBUTE_WRITE = "attribute-write"  # a tensor attribute changed: blamed on its write
+    BACKEND = "backend"                  # a guard AOTAutograd/Inductor added (no user stack)
+    UNKNOWN = "unknown"                  # torch gave no reason
+    # other kinds of event
+    SPECIALIZATION = "specialization"
+    GRAPH_BREAK = "graph-break"
+    UNHANDLED = "unhandled"              # a graph break Dynamo cannot resume from
+    COMPILE_ERROR = "compile-error"
+    RECOMPILE_LIMIT = "recompile-limit"
+    ACCUMULATED_RECOMPILE_LIMIT = "accumulated-recompile-limit"
+    UNHANDLED_GRAPH_BREAK = "unhandled-graph-break"
+    COMPILE_FAILED = "compile-failed"
+    NONE = ""
+
+
+#: recompile causes that are torch's own steps to dynamic shapes, not a line of the code: an
+#: input compiled static made dynamic (automatic dynamic), the size-1 specialization, a
+#: mark_dynamic added later, duck sizing undone, and the harness's own backend switch
+TORCH_STEPS = frozenset({Blame.INPUT_DYNAMIC, Blame.SIZE_ONE, Blame.DIM_MARKING,
+                         Blame.DUCK_SIZING, Blame.HARNESS})
+
+
+class RemedyKind(StrEnum):
+    MARK_DYNAMIC = "mark-dynamic"
+    MAYBE_MARK_DYNAMIC = "maybe-mark-dynamic"
+    MARK_UNBACKED = "mark-unbacked"
+    DYNAMIC_SOURCES = "dynamic-sources"
+    DYNAMIC_TRUE = "dynamic-true"
+    CAPTURE_SCALAR_OUTPUTS = "capture-scalar-outputs"
+
+
+class RemedyVerdict(StrEnum):
+    HELPS = "helps"
+    NO_CHANGE = "no change"
+    WORSE = "worse"
+    BREAKS_GRAPH = "breaks the graph"
+    FAILS = "fails"
+
+
+#: a rule code (built-in ``SL101`` or a user's ``CU001``): capital letters then digits, as
+#: ``# noqa`` reads it
+RULE_CODE = r"[A-Z]{1,8}[0-9]{1,6}"
+#: what a replayed shape or a labelled call holds: ``{"batch": 8, "seq_len": 16}``
+Shape = Dict[str, Union[int, str, None]]
+
+
+# =============================================================================================
+# Findings (the static pass, then the join)
+# =============================================================================================
 
 @dataclass(frozen=True, order=True)
 class Location:
@@ -36,23 +155,69 @@ class Location:
         if not self.end_column:
             object.__setattr__(self, "end_column", self.column)
 
+    @property
+    def lines(self) -> range:
+        return range(self.line, max(self.end_line, self.line) + 1)
+
+
+@dataclass(frozen=True)
+class Snippet:
+    """Source lines around a finding, saved when it was made: a report rendered later (from
+    JSON, after an edit) shows the code that was checked and never reads a file itself."""
+
+    start: int
+    lines: Tuple[str, ...] = ()
+
+    @classmethod
+    def around(cls, text_lines: List[str], line: int, context: int = 2) -> "Snippet":
+        first = max(1, line - context)
+        return cls(first, tuple(s.rstrip("\r\n") for s in text_lines[first - 1:line + context]))
+
+
+@dataclass
+class Evidence:
+    """What a finding's status rests on: an event torch blamed on its line (``kind`` is the
+    event's), or the shapes the replay tried (``not-seen``, ``not-reached``)."""
+
+    kind: str
+    summary: str = ""
+    target: str = ""
+    path: Optional[str] = None
+    line: Optional[int] = None
+    shape: Shape = field(default_factory=dict)
+    reason: str = ""
+    detail: str = ""
+    guard: Optional[str] = None
+    registry_id: Optional[str] = None
+    framework: bool = False
+    shapes: List[str] = field(default_factory=list)
+
+    def to_json(self) -> Dict[str, Any]:
+        return {k: v for k, v in dump(self).items()
+                if v not in (None, "", [], {}, False) or k in ("kind", "summary")}
+
 
 @dataclass
 class Finding:
     """A predicted (static) or observed (dynamic) compile hazard at one location."""
 
-    rule: str
+    rule: str = field(metadata={"pattern": RULE_CODE})
     name: str
-    location: Location
+    location: Location = field(metadata=flatten())
     message: str
-    severity: str = "warning"
+    severity: Severity = Severity.WARNING
     symbol: str = ""
     evidence: Tuple[str, ...] = ()
     hint: str = ""
     registry_ids: Tuple[str, ...] = ()
-    status: str = PREDICTED
-    evidence_events: List[Dict[str, Any]] = field(default_factory=list)
+    status: Status = Status.PREDICTED
+    evidence_events: List[Evidence] = field(default_factory=list)
     source_line: str = ""
+    snippet: Optional[Snippet] = None
+
+    def __post_init__(self) -> None:  # rules give their severity as a string
+        self.severity = Severity(self.severity)
+        self.status = Status(self.status)
 
     @property
     def path(self) -> str:
@@ -71,42 +236,20 @@ class Finding:
         return (loc.path, loc.line, loc.column, self.rule)
 
     def to_json(self) -> Dict[str, Any]:
-        """The JSON contract documented in the README (keys are stable)."""
-        loc = self.location
-        data: Dict[str, Any] = {
-            "rule": self.rule,
-            "name": self.name,
-            "path": loc.path,
-            "line": loc.line,
-            "column": loc.column,
-            "end_line": loc.end_line,
-            "end_column": loc.end_column,
-            "severity": self.severity,
-            "message": self.message,
-            "symbol": self.symbol,
-            "evidence": list(self.evidence),
-            "hint": self.hint,
-        }
-        if self.source_line:  # the line as read: reports re-rendered from JSON quote it too
-            data["source_line"] = self.source_line
-        if self.registry_ids:
-            data["registry_ids"] = list(self.registry_ids)
-        if self.status != PREDICTED or self.evidence_events:
-            data["status"] = self.status
-            data["evidence_events"] = self.evidence_events
+        """The JSON contract documented in the README (keys are stable; empty optional keys
+        are left out)."""
+        data = dump(self)
+        data["evidence_events"] = [e.to_json() for e in self.evidence_events]
+        for key in ("source_line", "registry_ids", "snippet"):
+            if not data[key]:
+                del data[key]
+        if self.status == Status.PREDICTED and not self.evidence_events:
+            del data["status"], data["evidence_events"]
         return data
 
     @classmethod
-    def from_json(cls, data: Dict[str, Any]) -> "Finding":
-        loc = Location(data["path"], data["line"], data.get("column", 1),
-                       data.get("end_line", 0), data.get("end_column", 0))
-        return cls(rule=data["rule"], name=data.get("name", ""), location=loc,
-                   message=data.get("message", ""), severity=data.get("severity", "warning"),
-                   symbol=data.get("symbol", ""), evidence=tuple(data.get("evidence", ())),
-                   hint=data.get("hint", ""), registry_ids=tuple(data.get("registry_ids", ())),
-                   status=data.get("status", PREDICTED),
-                   evidence_events=list(data.get("evidence_events", [])),
-                   source_line=data.get("source_line", ""))
+    def from_json(cls, data: Any, where: str = "") -> "Finding":
+        return load(cls, data, where)
 
     def replace(self, **changes: Any) -> "Finding":
         return dataclasses.replace(self, **changes)
@@ -122,8 +265,7 @@ class FileError:
     message: str
 
     def to_json(self) -> Dict[str, Any]:
-        return {"path": self.path, "line": self.line, "column": self.column,
-                "message": self.message}
+        return dump(self)
 
 
 @dataclass
@@ -134,7 +276,7 @@ class CheckResult:
     errors: List[FileError] = field(default_factory=list)
     files_checked: int = 0
     unused_suppressions: List[Finding] = field(default_factory=list)
-    #: rules that raised (a bug in the rule, not in the analysed code): exit status 2
+    #: rules that raised (a bug in the rule, not in the code checked): exit status 2
     rule_errors: List[FileError] = field(default_factory=list)
 
     def all_findings(self) -> List[Finding]:
@@ -155,8 +297,6 @@ def shape_text(shape: Optional[Dict[str, Any]]) -> str:
 
 def relpath(path: str, start: Optional[str] = None) -> str:
     """Path relative to the working directory when under it, else absolute."""
-    import os
-
     start = start or os.getcwd()
     ab = os.path.abspath(path)
     try:
@@ -170,65 +310,82 @@ def relpath(path: str, start: Optional[str] = None) -> str:
 # Harness results (``shapelint run``): what the replay of one target saw, typed.
 # =============================================================================================
 
-#: what torch did, one kind per event; a finding's ``evidence`` names the kinds that confirm it
-RECOMPILE, SPECIALIZATION, GRAPH_BREAK, COMPILE_ERROR, FALLBACK = (
-    "recompile", "specialization", "graph-break", "compile-error", "fallback")
-EVENT_KINDS = (RECOMPILE, SPECIALIZATION, GRAPH_BREAK, COMPILE_ERROR, FALLBACK)
-#: the per-kind lists of the dict view older readers use (``result["recompiles"]``)
-_LEGACY_LISTS = {"recompiles": RECOMPILE, "specializations": SPECIALIZATION,
-                 "graph_breaks": GRAPH_BREAK, "compile_errors": COMPILE_ERROR,
-                 "fallbacks": FALLBACK}
-
-
-class _DictView:
-    """``obj["field"]`` and ``obj.get("field")`` for readers written against the dict results
-    of earlier versions (bench/zoo.py, tests replaying rule examples)."""
-
-    def __getitem__(self, key: str) -> Any:
-        try:
-            return self._view(key)
-        except AttributeError:
-            raise KeyError(key) from None
-
-    def get(self, key: str, default: Any = None) -> Any:
-        try:
-            return self._view(key)
-        except AttributeError:
-            return default
-
-    def __contains__(self, key: str) -> bool:
-        return self.get(key, _MISSING) is not _MISSING
-
-    def _view(self, key: str) -> Any:
-        return getattr(self, key)
-
-
-_MISSING = object()
+def _compact(record: Any, keep: Tuple[str, ...] = ()) -> Dict[str, Any]:
+    """A record's JSON without its empty fields (but those in ``keep``)."""
+    return {k: v for k, v in dump(record).items() if v not in (None, "", [], {}, False) or k in keep}
 
 
 @dataclass
-class Event(_DictView):
+class Place:
+    """One more line an event is blamed on: a call in a value guard's stack, a write of the
+    module state a guard read. ``path`` is the path shown, ``abspath`` the file."""
+
+    abspath: Optional[str] = None
+    line: Optional[int] = None
+    path: Optional[str] = None
+    why: str = ""
+    #: the source line, filled in for reports
+    source: str = ""
+
+    def to_json(self) -> Dict[str, Any]:
+        return _compact(self)
+
+
+@dataclass
+class Guard:
+    """One failed guard of a recompile (one per cache entry torch tried, or more when several
+    of an entry's guards fail): how it was blamed and where."""
+
+    detail: Blame = Blame.UNKNOWN
+    #: torch's reason line for the entry
+    text: str = ""
+    #: the guard expression (``s0 <= 8``, ``L['n'] == 4``)
+    guard: Optional[str] = None
+    #: the cache entry (``frame/compile``)
+    entry: Optional[str] = None
+    abspath: Optional[str] = None
+    path: Optional[str] = None
+    line: Optional[int] = None
+    note: str = ""
+    #: torch's own guard in framework code (CPU convolution's batch < 16)
+    framework: bool = False
+    #: failed too, beside the one torch's reason names (re-checked by the worker)
+    also: bool = False
+    attribute: Optional[str] = None
+    input: Optional[str] = None
+    dim: Optional[int] = None
+    #: the calls in a value guard's user stack (moved to the event's ``also`` places)
+    callers: List[Place] = field(default_factory=list)
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        self.detail = Blame(self.detail)
+
+    def to_json(self) -> Dict[str, Any]:
+        return _compact(self, keep=("detail",))
+
+
+@dataclass
+class Event:
     """One thing torch did during a replay, blamed on a source line when it can be.
 
-    ``kind`` is one of EVENT_KINDS and ``detail`` says how it was blamed (``shape-guard``,
-    ``value-guard``, ``input-dynamic``, ``size-one``, ``attribute-write``, ``recompile-limit``,
-    ...). ``path`` is the path shown (relative to the working directory of the run), ``abspath``
-    the file; ``also`` holds more blamed places ({path, abspath, line, why}). A recompile holds
-    every failed guard of every cache entry in ``guards`` ({entry, detail, guard, text, path,
-    abspath, line, framework}); ``note`` says why there is no line, or what torch did."""
+    ``detail`` says how it was blamed. ``path`` is the path shown (relative to the working
+    directory of the run), ``abspath`` the file; ``also`` holds more blamed places. A recompile
+    holds every failed guard of every cache entry in ``guards``; ``note`` says why there is no
+    line, or what torch did."""
 
-    kind: str
-    shape: Dict[str, Any] = field(default_factory=dict)
+    kind: EventKind
+    shape: Shape = field(default_factory=dict)
     reason: str = ""
-    detail: str = ""
+    detail: Blame = Blame.NONE
     path: Optional[str] = None
     abspath: Optional[str] = None
     line: Optional[int] = None
     note: str = ""
     frame: str = ""
     compile_id: str = ""
-    guards: List[Dict[str, Any]] = field(default_factory=list)
-    also: List[Dict[str, Any]] = field(default_factory=list)
+    guards: List[Guard] = field(default_factory=list)
+    also: List[Place] = field(default_factory=list)
     registry_id: Optional[str] = None
     #: a guard torch itself adds in framework code (CPU convolution's batch < 16, a kernel's
     #: spatial-size guard): not a hazard a user line caused
@@ -242,73 +399,108 @@ class Event(_DictView):
     source: str = ""
     confirms: List[str] = field(default_factory=list)
 
+    def __post_init__(self) -> None:  # a kind given as its string
+        self.kind = EventKind(self.kind)
+        self.detail = Blame(self.detail)
+
     @property
     def guard(self) -> Optional[str]:
         """The first failed guard expression (recompiles)."""
-        return next((g.get("guard") for g in self.guards if g.get("guard")), None)
+        return next((g.guard for g in self.guards if g.guard), None)
 
     @property
-    def message(self) -> str:  # what a compile error says (the dict view's name for it)
-        return self.reason
+    def torch_step(self) -> bool:
+        """A recompile every failed guard of which is one of torch's own steps."""
+        return self.kind == RECOMPILE and all(
+            d in TORCH_STEPS for d in ([g.detail for g in self.guards] or [self.detail]))
 
     def locations(self, callers: bool = True) -> List[Tuple[str, int]]:
         """Every blamed (abspath, line): the event's own, its failed guards', and with
         ``callers`` the places in ``also`` (the calls in a value guard's stack)."""
         out: List[Tuple[str, int]] = []
-        more = self.also if callers else []
-        for item in [{"abspath": self.abspath, "line": self.line}] + self.guards + more:
-            ab, line = item.get("abspath"), item.get("line")
-            if ab and line and (ab, int(line)) not in out:
-                out.append((ab, int(line)))
+        items: List[Any] = [self] + list(self.guards) + (list(self.also) if callers else [])
+        for item in items:
+            if item.abspath and item.line and (item.abspath, int(item.line)) not in out:
+                out.append((item.abspath, int(item.line)))
         return out
 
     def to_json(self) -> Dict[str, Any]:
-        data = dataclasses.asdict(self)
-        return {k: v for k, v in data.items() if v not in (None, "", [], False) or k in
-                ("kind", "shape", "path", "line", "reason")}
+        data = _compact(self, keep=("kind", "shape", "path", "line", "reason"))
+        if self.guards:
+            data["guards"] = [g.to_json() for g in self.guards]
+        if self.also:
+            data["also"] = [p.to_json() for p in self.also]
+        return data
 
     @classmethod
-    def from_json(cls, data: Dict[str, Any], kind: Optional[str] = None) -> "Event":
-        """An event as ``to_json`` wrote it, or an entry of an older per-kind list (whose
-        ``kind`` was the detail), given the list's ``kind``."""
-        data = dict(data)
-        if kind is not None and data.get("kind") != kind:
-            data.setdefault("detail", data.get("kind") or "")
-            data["kind"] = kind
-        if "message" in data and not data.get("reason"):
-            data["reason"] = data["message"]
-        names = {f.name for f in dataclasses.fields(cls)}
-        ev = cls(**{k: v for k, v in data.items() if k in names})
+    def from_json(cls, data: Any, where: str = "") -> "Event":
+        ev = load(cls, data, where)
         if ev.path and not ev.abspath:
-            import os
-
             ev.abspath = os.path.abspath(ev.path)
         return ev
 
-    def legacy(self) -> List[Dict[str, Any]]:
-        """The dicts of the per-kind lists of earlier versions: one per blamed line, ``kind``
-        being the detail."""
-        base = {"shape": self.shape, "reason": self.reason, "note": self.note, "frame": self.frame,
-                "compile_id": self.compile_id, "registry_id": self.registry_id,
-                "benign": self.benign, "framework": self.framework, "sources": self.sources,
-                "symbol": self.symbol, "value": self.value, "source": self.source,
-                "confirms": self.confirms, "message": self.reason}
-        rows = []
-        places = [dict(g, kind=g.get("detail") or self.detail) for g in self.guards
-                  if g.get("abspath") and g.get("line")]
-        if self.kind != RECOMPILE or not places:
-            places.insert(0, {"path": self.path, "abspath": self.abspath, "line": self.line,
-                              "kind": self.detail, "guard": self.guard})
-        for p in places + [dict(a, kind=self.detail) for a in self.also]:
-            row = dict(base, kind=p.get("kind") or self.detail, path=p.get("path"),
-                       abspath=p.get("abspath"), line=p.get("line"), guard=p.get("guard"))
-            if not any(r["abspath"] == row["abspath"] and r["line"] == row["line"] for r in rows):
-                rows.append(row)
-        return rows
+
+@dataclass
+class ShapeRow:
+    """One replayed shape: its new compiles, and whether the call failed or ran uncompiled."""
+
+    batch: Optional[int] = None
+    seq_len: Optional[int] = None
+    new_compiles: int = 0
+    seconds: float = 0.0
+    error: Optional[str] = None
+    #: the call ran uncompiled (torch gave up on the frame)
+    eager: bool = False
+    eager_why: str = ""
+    cudagraph_recordings: Optional[int] = None
+
+    @property
+    def shape(self) -> Dict[str, Any]:
+        return {"batch": self.batch, "seq_len": self.seq_len}
 
 
 @dataclass
-class TargetResult(_DictView):
+class Frame:
+    """A code object torch compiled (a forward, a resume function, a helper it traced alone)."""
+
+    name: str = ""
+    path: Optional[str] = None
+    line: Optional[int] = None
+    compiles: int = 0
+
+
+@dataclass
+class Counts:
+    """What a remedy is judged on, before and after it."""
+
+    compiles: int = 0
+    graph_breaks: int = 0
+    errors: int = 0
+
+
+@dataclass
+class Remedy:
+    """A remedy for this target's recompiles: the code to write, and once measured (a replay
+    with it applied), the counts before and after and what it did."""
+
+    kind: RemedyKind
+    code: str = ""
+    why: str = ""
+    #: (input name, dim) pairs to mark, for the mark_* remedies
+    marks: List[Tuple[str, int]] = field(default_factory=list)
+    #: TORCH_COMPILE_DYNAMIC_SOURCES' value, for dynamic-sources
+    sources: str = ""
+    before: Optional[Counts] = None
+    after: Optional[Counts] = None
+    verdict: Optional[RemedyVerdict] = None
+    problem: Optional[str] = None
+
+    def to_json(self) -> Dict[str, Any]:
+        return _compact(self, keep=("kind",))
+
+
+@dataclass
+class TargetResult:
     """The replay of one target: its settings, compile counts per shape, events, coverage,
     measured remedies, and its verdict (``problems``; failed when there is any)."""
 
@@ -321,11 +513,11 @@ class TargetResult(_DictView):
     mode: Optional[str] = None
     fullgraph: bool = False
     trace_source: Optional[str] = None
-    shapes: List[Dict[str, Any]] = field(default_factory=list)
-    shapes_planned: List[Dict[str, Any]] = field(default_factory=list)
+    shapes: List[Shape] = field(default_factory=list)
+    shapes_planned: List[Shape] = field(default_factory=list)
     compiles: int = 0
-    per_shape: List[Dict[str, Any]] = field(default_factory=list)
-    frames: List[Dict[str, Any]] = field(default_factory=list)
+    per_shape: List[ShapeRow] = field(default_factory=list)
+    frames: List[Frame] = field(default_factory=list)
     events: List[Event] = field(default_factory=list)
     #: user lines the compiled region ran, {path: lines}
     executed: Dict[str, List[int]] = field(default_factory=dict)
@@ -337,9 +529,11 @@ class TargetResult(_DictView):
     #: everything that fails it: the error, a budget exceeded, a fallback to eager, ...
     problems: List[str] = field(default_factory=list)
     seconds: float = 0.0
-    remedies: List[Dict[str, Any]] = field(default_factory=list)
+    remedies: List[Remedy] = field(default_factory=list)
     #: what the worker printed (its last lines), for a target that failed
     output_tail: str = ""
+    #: the files of the model and inputs callables, as the worker imported them
+    sources: List[str] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
@@ -350,41 +544,31 @@ class TargetResult(_DictView):
         """``ok`` or ``failed: <problems>``: the one place a reporter gets it from."""
         return "failed: " + "; ".join(self.problems) if self.problems else "ok"
 
-    def of_kind(self, kind: str) -> List[Event]:
+    def of_kind(self, kind: EventKind) -> List[Event]:
         return [e for e in self.events if e.kind == kind]
 
-    def _view(self, key: str) -> Any:
-        if key in _LEGACY_LISTS:
-            return [row for e in self.of_kind(_LEGACY_LISTS[key]) for row in e.legacy()]
-        if key == "failed":
-            return self.failed
-        return getattr(self, key)
-
     def to_json(self) -> Dict[str, Any]:
-        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        data = dump(self)
         data["events"] = [e.to_json() for e in self.events]
+        data["remedies"] = [r.to_json() for r in self.remedies]
         data["failed"] = self.failed
         return data
 
     @classmethod
-    def from_json(cls, data: Dict[str, Any]) -> "TargetResult":
-        """A target as ``to_json`` wrote it; a dict of an older report (per-kind event lists)
-        or a partial one (a test's) works too."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        kw = {k: v for k, v in data.items() if k in names and k != "events" and v is not None}
-        kw.setdefault("name", str(data.get("name", "?")))
-        events = [Event.from_json(e) for e in data.get("events") or []]
-        for key, kind in _LEGACY_LISTS.items():
-            events += [Event.from_json(e, kind) for e in data.get(key) or []]
-        problems = list(data.get("problems") or [])
-        if data.get("error") and data["error"] not in problems:
-            problems.append(data["error"])
-        if data.get("failed") and not problems:
-            problems.append("failed")
-        kw["problems"] = problems
-        kw["error"] = data.get("error")
-        return cls(**kw, events=events)
+    def from_json(cls, data: Any, where: str = "") -> "TargetResult":
+        result = load(cls, data, where)
+        for ev in result.events:
+            if ev.path and not ev.abspath:
+                ev.abspath = os.path.abspath(ev.path)
+        return result
 
 
-def as_target(t: Any) -> "TargetResult":
-    return t if isinstance(t, TargetResult) else TargetResult.from_json(t)
+@dataclass
+class Report:
+    """A saved ``--format json`` report (``shapelint report`` reads it back)."""
+
+    findings: List[Finding]
+    version: str = ""
+    files_checked: int = 0
+    errors: List[FileError] = field(default_factory=list)
+    targets: List[TargetResult] = field(default_factory=list)

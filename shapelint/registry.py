@@ -13,14 +13,14 @@ import sys
 from typing import Dict, Iterable, List, Type
 
 from shapelint.api import Rule
+from shapelint.finding import RULE_CODE
 
 
 class RuleLoadError(Exception):
     pass
 
 
-#: a rule code: letters then digits (``SL101``, ``SL950``, ``CU001``), as ``# noqa`` reads it
-CODE = re.compile(r"[A-Z]{1,8}[0-9]{1,6}")
+CODE = re.compile(RULE_CODE)
 
 
 def rule_status(rule: Type[Rule]) -> str:

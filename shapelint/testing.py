@@ -22,7 +22,7 @@ import logging
 import os
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
-from shapelint.finding import Event, TargetResult, shape_text
+from shapelint.finding import RECOMPILE, Blame, Event, EventKind, TargetResult, shape_text
 from shapelint.harness.target import DEFAULT_BATCHES, TargetSpec
 
 
@@ -38,20 +38,17 @@ class GraphBreakError(CompileAssertionError):
     """A model broke its graph."""
 
 
-#: recompile causes that are torch's own steps to dynamic shapes, not the code's
-TORCH_STEPS = ("input-dynamic", "size-one", "dim-marking")
-
-
 def code_caused(events: Iterable[Event]) -> List[Event]:
-    """The recompiles ``assert_no_recompiles`` fails on (see the module's docstring)."""
+    """The recompiles ``assert_no_recompiles`` fails on (see the module's docstring): every
+    recompile but torch's own steps (shapelint.finding.TORCH_STEPS), of which an input dim
+    made dynamic counts once."""
     out, promoted = [], set()
     for ev in events:
-        if ev.kind != "recompile":
+        if ev.kind != RECOMPILE:
             continue
-        details = [g.get("detail") for g in ev.guards] or [ev.detail]
-        if all(d in TORCH_STEPS for d in details):
-            keys = {(ev.frame, g.get("input"), g.get("dim")) for g in ev.guards
-                    if g.get("detail") == "input-dynamic"}
+        if ev.torch_step:
+            keys = {(ev.frame, g.input, g.dim) for g in ev.guards
+                    if g.detail == Blame.INPUT_DYNAMIC}
             if not keys & promoted:
                 promoted |= keys
                 continue
@@ -88,14 +85,12 @@ def explain(events: Iterable[Event], header: str) -> str:
     """The failure message: each event with the shape of its call, its reason and its lines."""
     events = list(events)
     predicted = _predictions([ab for ev in events for ab, _ in ev.locations()])
-    names = {"recompile": "recompile", "graph-break": "graph break", "compile-error": "compile error",
-             "fallback": "fell back to eager", "specialization": "specialization"}
     lines = [header]
     for ev in events:
         gb = f" [{ev.registry_id}]" if ev.registry_id else ""
         frame = f" in {ev.frame}" if ev.frame else ""
         shape = shape_text(ev.shape) if ev.shape else "a call whose inputs torch did not describe"
-        lines.append(f"  {names.get(ev.kind, ev.kind)} at {shape}{frame}: {ev.reason}{gb}")
+        lines.append(f"  {EventKind(ev.kind).label} at {shape}{frame}: {ev.reason}{gb}")
         places = ev.locations()
         for ab, line in places:
             src = linecache.getline(ab, int(line)).strip()
@@ -103,7 +98,7 @@ def explain(events: Iterable[Event], header: str) -> str:
             pred = f"   [predicted by {', '.join(rules)}]" if rules else "   [no static rule predicted it]"
             lines.append(f"    {_shown(ab)}:{line}: {src}{pred}")
         if not places:
-            notes = [g.get("note") for g in ev.guards if g.get("note")] or [ev.note]
+            notes = [g.note for g in ev.guards if g.note] or [ev.note]
             if notes and notes[0]:
                 lines.append(f"    ({notes[0]})")
     return "\n".join(lines)

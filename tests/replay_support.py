@@ -8,6 +8,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, Iterator, List
 
+from shapelint.finding import TargetResult
 from shapelint.harness.join import events_of
 from shapelint.harness.runner import run_target
 from shapelint.harness.target import TargetSpec
@@ -45,14 +46,14 @@ def replay_selected(request, root: str, param: str, key: Callable[[Any], str],
     pool.shutdown(wait=False, cancel_futures=True)
 
 
-def describe(result: Dict[str, Any]) -> str:
+def describe(result: TargetResult) -> str:
     """The compiles per batch, each event with its file:line, and what the calls raised."""
-    lines = [f"  compiles per batch: {[(r['batch'], r['new_compiles']) for r in result['per_shape']]}"]
+    lines = [f"  compiles per batch: {[(r.batch, r.new_compiles) for r in result.per_shape]}"]
     for ev in events_of(result):
         where = os.path.basename(ev.get("abspath") or ev.get("path") or "?")
         lines.append(f"  {ev['kind']} at batch={(ev.get('shape') or {}).get('batch')} "
                      f"{where}:{ev['line']}: {ev.get('reason')}")
-    errors = {r["error"] for r in result["per_shape"] if r.get("error")}
+    errors = {r.error for r in result.per_shape if r.error}
     lines += [f"  call raised: {e}" for e in sorted(errors)]
     return "\n".join(lines)
 

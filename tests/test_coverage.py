@@ -76,17 +76,17 @@ def test_replay_records_the_lines_dynamo_traced(tmp_path):
     spec = TargetSpec(name="m", model="model.py:build", inputs="model.py:inputs",
                       base_dir=str(tmp_path), batch_sizes=[2, 3])
     res = run_target(spec)
-    assert res["error"] is None, res
-    executed = {os.path.basename(p): ls for p, ls in res["executed"].items()}
+    assert res.error is None, res
+    executed = {os.path.basename(p): ls for p, ls in res.executed.items()}
     # def lines count (Dynamo starts there); the is_compiling() body (8) is skipped, and so is
     # the branch no shape took (11)
     assert executed == {"model.py": [6, 7, 9, 10, 13, 14], "helper.py": [1, 2, 3]}
     # torch's own files are not user code, so they never appear
-    assert not any("torch" in p.split(os.sep) for p in res["executed"])
+    assert not any("torch" in p.split(os.sep) for p in res.executed)
 
     spec.batch_sizes = [2, 3, 8]
     res = run_target(spec)
-    executed = {os.path.basename(p): ls for p, ls in res["executed"].items()}
+    executed = {os.path.basename(p): ls for p, ls in res.executed.items()}
     assert executed["model.py"] == [6, 7, 9, 10, 11, 13, 14]  # batch 8 took the other branch
 
 
@@ -137,7 +137,7 @@ def test_guards_of_a_wrapped_forward_are_reevaluated(tmp_path):
     spec = TargetSpec(name="w", model="model.py:build", inputs="model.py:inputs",
                       base_dir=str(tmp_path), batch_sizes=[2], seq_lens=[3, 9], dynamic="true")
     res = run_target(spec)
-    assert res["error"] is None, res
-    blamed = {(os.path.basename(r["path"]), r["line"], r.get("guard")) for r in res["recompiles"]
-              if r.get("path")}
+    assert res.error is None, res
+    blamed = {(os.path.basename(g.path), g.line, g.guard) for e in res.of_kind("recompile")
+              for g in e.guards if g.path}
     assert {(p, ln) for p, ln, _ in blamed} == {("model.py", 18)}, blamed

@@ -67,19 +67,19 @@ def test_rows_are_unique_and_marked() -> None:
 @pytest.mark.parametrize("row", ROWS, ids=[r.op for r in ROWS])
 def test_torch_agrees_with_the_row(row: Row, replays) -> None:
     result = replays[row.op].result()
-    assert not result.get("error"), f"{row.op}: the program could not be replayed: {result['error']}"
+    assert not result.error, f"{row.op}: the program could not be replayed: {result.error}"
     line = _marked_line(row)
     at_line = [ev for ev in events_of(result)
                if ev["line"] == line and os.path.basename(ev["abspath"]) == "prog.py"]
     kinds = {ev["kind"] for ev in at_line}
-    new = {r["batch"]: r["new_compiles"] for r in result["per_shape"]}
+    new = {r.batch: r.new_compiles for r in result.per_shape}
     what = (f"{row.op}: the table says {row.effect.name}; torch "
-            f"{result.get('torch_version')} did, at line {line}:\n{describe(result)}")
-    assert not any(r.get("error") for r in result["per_shape"]), f"the program raised\n{what}"
+            f"{result.torch_version} did, at line {line}:\n{describe(result)}")
+    assert not any(r.error for r in result.per_shape), f"the program raised\n{what}"
     if row.effect in (Effect.SYMBOLIC, Effect.NONE):
         assert not at_line, f"an event at the marked line\n{what}"
-        assert result["compiles"] == BASELINE_COMPILES, \
-            f"{result['compiles']} compiles, not the baseline {BASELINE_COMPILES}\n{what}"
+        assert result.compiles == BASELINE_COMPILES, \
+            f"{result.compiles} compiles, not the baseline {BASELINE_COMPILES}\n{what}"
     elif row.effect is Effect.GRAPH_BREAK:
         assert "graph-break" in kinds, f"no graph break at the marked line\n{what}"
     else:

@@ -35,12 +35,12 @@ def test_size_branch_recompile_is_blamed_on_its_line(cases_root):
     res = run_target(case_spec(cases_root, "a04_size_lt_threshold"))
     assert res.error is None and not res.failed
     assert res.compiles == 3
-    assert [r["new_compiles"] for r in res.per_shape] == [1, 1, 0, 0, 0, 1]
+    assert [r.new_compiles for r in res.per_shape] == [1, 1, 0, 0, 0, 1]
     promoted, branch = res.of_kind("recompile")  # one record per recompile
     assert promoted.shape["batch"] == 2 and promoted.line is None  # automatic dynamic: no line
     assert promoted.detail == "input-dynamic" and "automatic dynamic" in promoted.reason
     assert branch.shape["batch"] == 17 and branch.line == 7 and branch.detail == "shape-guard"
-    assert [g["entry"] for g in branch.guards] == ["0/1", "0/0"]  # every failed cache entry
+    assert [g.entry for g in branch.guards] == ["0/1", "0/0"]  # every failed cache entry
 
 
 def test_value_guard_uses_user_stack(cases_root):
@@ -64,7 +64,7 @@ def test_helper_in_other_module(cases_root):
 
 def test_compile_error_is_reported_and_fails_the_target(cases_root):
     res = run_target(case_spec(cases_root, "b42_custom_op_no_fake"))
-    assert res.failed and all(r["error"] for r in res.per_shape)
+    assert res.failed and all(r.error for r in res.per_shape)
     assert ("model.py", 17) in blamed(res, "compile-error")
 
 
@@ -136,12 +136,12 @@ def test_factory_that_raises(tmp_path):
 def test_inputs_of_the_wrong_type(tmp_path):
     res = fault(tmp_path, "plain", inputs="wrong_inputs")
     assert res.failed
-    assert all("inputs must return" in r["error"] for r in res.per_shape)
+    assert all("inputs must return" in r.error for r in res.per_shape)
 
 
 def test_forward_that_raises_at_one_batch_only(tmp_path):
     res = fault(tmp_path, "flaky")
-    errors = {r["batch"]: r["error"] for r in res.per_shape}
+    errors = {r.batch: r.error for r in res.per_shape}
     assert errors[1] is None and errors[2] is None and errors[4] is None
     assert "bad batch" in errors[3]
     assert res.failed and res.compiles >= 2
@@ -154,15 +154,15 @@ def test_target_that_hangs_times_out_and_keeps_nothing_lost(tmp_path):
 
 def test_target_that_allocates_until_killed(tmp_path):
     res = fault(tmp_path, "hog", memory_limit_mb=6000, timeout=120)
-    rows = {r["batch"]: r for r in res.per_shape}
-    assert rows[1]["error"] is None and rows[2]["error"] is None  # finished shapes are kept
-    assert "out of memory" in rows[3]["error"]
+    rows = {r.batch: r for r in res.per_shape}
+    assert rows[1].error is None and rows[2].error is None  # finished shapes are kept
+    assert "out of memory" in rows[3].error
 
 
 def test_target_that_crashes_the_interpreter(tmp_path):
     res = fault(tmp_path, "crash")
     assert res.failed and "crashed" in res.error and "aborted" in res.error
-    assert [r["batch"] for r in res.per_shape] == [1]  # what finished before the crash
+    assert [r.batch for r in res.per_shape] == [1]  # what finished before the crash
 
 
 def test_cli_run_json_joins_static_findings(tmp_path, cases_root):
@@ -228,7 +228,7 @@ def test_cuda_graphs_recorded_per_shape(cases_root):
                      batch_sizes=[2, 2, 2, 2, 3, 3, 3, 3], dynamic="false", no_grad=True)
     res = run_target(spec)
     assert res.device == "cuda" and res.error is None, res
-    rec = [r["cudagraph_recordings"] for r in res.per_shape]
+    rec = [r.cudagraph_recordings for r in res.per_shape]
     assert sum(rec[:4]) == 1 and sum(rec[4:]) == 1, rec  # one recording per shape
     assert rec[2:4] == [0, 0] and rec[6:8] == [0, 0], rec  # then replays
 
@@ -247,7 +247,7 @@ def test_falls_back_to_torch_trace_files(cases_root, monkeypatch):
     res = run_target(case_spec(cases_root, "a04_size_lt_threshold"))
     assert res.trace_source.startswith("TORCH_TRACE"), res.trace_source
     assert res.error is None and res.compiles == 3
-    assert [r["new_compiles"] for r in res.per_shape] == [1, 1, 0, 0, 0, 1]
+    assert [r.new_compiles for r in res.per_shape] == [1, 1, 0, 0, 0, 1]
     assert any(r.line == 7 and r.shape["batch"] == 17 for r in res.of_kind("recompile"))
 
 
@@ -579,7 +579,7 @@ def test_every_failed_value_guard_is_blamed(tmp_path):
     assert len(resumed) == 1
     ev = resumed[0]
     assert ev.line == 11 and ev.reason.startswith("n == 1")  # torch's own stays the event's
-    assert [(g["line"], bool(g.get("also"))) for g in ev.guards] == [(11, False), (10, True)]
+    assert [(g.line, g.also) for g in ev.guards] == [(11, False), (10, True)]
     assert ("m.py", 10) in blamed(res, "recompile")
 
 

@@ -11,7 +11,8 @@ import os
 import pytest
 
 from shapelint.cli import main
-from shapelint.finding import (CheckResult, Event, Finding, Location, TargetResult, as_target)
+from shapelint.finding import (CheckResult, Event, Evidence, Finding, Guard, Location, ShapeRow,
+                               TargetResult)
 from shapelint.harness.command import Progress, build_targets, parse_shard
 from shapelint.harness.join import events_of, join, runtime_rules
 from shapelint.harness.runner import assemble
@@ -26,9 +27,9 @@ def spec(**kw) -> TargetSpec:
 def recompile(path, line, batch=8, **kw) -> Event:
     return Event(kind="recompile", shape={"batch": batch, "seq_len": None}, reason="s0 <= 4",
                  detail="shape-guard", path=path, abspath=os.path.abspath(path), line=line,
-                 guards=[{"entry": "0/1", "detail": "shape-guard", "guard": "s0 <= 4",
-                          "abspath": os.path.abspath(path), "line": line},
-                         {"entry": "0/0", "detail": "input-dynamic", "note": "promoted"}], **kw)
+                 guards=[Guard(entry="0/1", detail="shape-guard", guard="s0 <= 4",
+                               abspath=os.path.abspath(path), line=line),
+                         Guard(entry="0/0", detail="input-dynamic", note="promoted")], **kw)
 
 
 def records(*events, rows=None, done=True):
@@ -43,20 +44,15 @@ def records(*events, rows=None, done=True):
     return out
 
 
-def test_result_round_trips_and_keeps_the_dict_view():
+def test_result_round_trips_typed():
     r = assemble(spec(), records(recompile("m.py", 4)))
     again = TargetResult.from_json(json.loads(json.dumps(r.to_json())))
-    assert again.to_json() == r.to_json()
+    assert again.to_json() == r.to_json() and again == r
     (ev,) = again.events
     assert ev.locations() == [(os.path.abspath("m.py"), 4)]
-    # readers of the dict results of earlier versions (bench/zoo.py, the rule-example replays)
-    legacy = again["recompiles"]
-    assert legacy[0]["kind"] == "shape-guard" and legacy[0]["line"] == 4 and again["compiles"] == 2
+    assert isinstance(ev.guards[0], Guard) and ev.guards[0].detail == "shape-guard"
+    assert isinstance(again.per_shape[0], ShapeRow) and again.compiles == 2
     assert [e["line"] for e in events_of(again)] == [4]
-    # and an older report's per-kind lists read back as events
-    old = as_target({"name": "o", "recompiles": [{"kind": "value-guard", "path": "m.py", "line": 3,
-                                                   "reason": "n == 1"}], "failed": True})
-    assert old.events[0].kind == "recompile" and old.events[0].detail == "value-guard" and old.failed
 
 
 def test_verdict_is_computed_once():
@@ -82,8 +78,8 @@ def test_text_report_of_failed_and_unstarted_targets():
 
 def test_progress_lines_are_escaped(capsys):
     p = Progress(1)
-    p.shape(spec(), {"batch": 1, "seq_len": None, "new_compiles": 0, "seconds": 0.1,
-                     "error": "ValueError: \x1b[31mred\x1b[0m"})
+    p.shape(spec(), ShapeRow(batch=1, seq_len=None, new_compiles=0, seconds=0.1,
+                             error="ValueError: \x1b[31mred\x1b[0m"))
     err = capsys.readouterr().err
     assert "\x1b" not in err and "\\x1b[31mred" in err
 
@@ -133,8 +129,8 @@ def test_report_merges_shards(tmp_path, capsys):
                 "targets": [t.to_json()]}
 
     a, b = tmp_path / "a.json", tmp_path / "b.json"
-    a.write_text(json.dumps(doc("not-seen", "one", [{"kind": "not-seen", "summary": "x"}])))
-    b.write_text(json.dumps(doc("confirmed", "two", [{"kind": "recompile", "summary": "y"}])))
+    a.write_text(json.dumps(doc("not-seen", "one", [Evidence(kind="not-seen", summary="x")])))
+    b.write_text(json.dumps(doc("confirmed", "two", [Evidence(kind="recompile", summary="y")])))
     os.chdir(tmp_path)
     assert main(["report", str(a), str(b), "--format", "json", "--exit-zero"]) == 0
     merged = json.loads(capsys.readouterr().out)

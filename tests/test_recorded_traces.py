@@ -119,9 +119,9 @@ def test_size_branch_one_record_per_recompile_blamed_on_its_line():
     assert "automatic dynamic" in promoted.reason and promoted.note
     assert branch.shape["batch"] == 17 and (os.path.basename(branch.path), branch.line) == ("model.py", 7)
     # the one recompile holds every failed cache entry's guard
-    assert {g["entry"] for g in branch.guards} == {"0/0", "0/1"}
-    assert [g["detail"] for g in branch.guards] == ["shape-guard", "input-dynamic"]
-    assert branch.guards[0]["guard"] == "s77 < 10"
+    assert {g.entry for g in branch.guards} == {"0/0", "0/1"}
+    assert [g.detail for g in branch.guards] == ["shape-guard", "input-dynamic"]
+    assert branch.guards[0].guard == "s77 < 10"
 
 
 def test_int_argument_value_guard():
@@ -183,7 +183,7 @@ def test_tensor_attribute_size_blamed_on_its_write():
     placed = [e for e in kinds(rec.events, "recompile") if e.detail == "attribute-write"]
     assert placed, [(e.detail, e.reason) for e in rec.events]
     assert ("model.py", 12) in lines(placed)  # self.cache = torch.zeros(x.shape[0], 3)
-    assert any(g.get("attribute") == "self.cache" for e in placed for g in e.guards)
+    assert any(g.attribute == "self.cache" for e in placed for g in e.guards)
 
 
 def test_conv_batch_guard_is_a_framework_guard():
@@ -221,7 +221,7 @@ def test_value_guard_blames_the_calls_in_its_stack():
     rec, _, _ = replay("int_through_call")
     (guard,) = [e for e in kinds(rec.events, "recompile") if e.detail == "value-guard"]
     assert (os.path.basename(guard.path), guard.line) == ("model.py", 7)  # torch.arange(past, ...)
-    assert [(os.path.basename(a["abspath"]), a["line"]) for a in guard.also] == [("model.py", 15)]
+    assert [(os.path.basename(a.abspath), a.line) for a in guard.also] == [("model.py", 15)]
     assert ("model.py", 15) not in [(os.path.basename(p), ln) for p, ln in guard.locations(callers=False)]
 
 

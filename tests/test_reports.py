@@ -13,7 +13,8 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from conftest import write_tree
-from shapelint.finding import CheckResult, FileError, Finding, Location
+from shapelint.finding import (CheckResult, Event, Evidence, FileError, Finding, Location, ShapeRow,
+                               TargetResult)
 from shapelint.registry import all_rules
 from shapelint.report import render
 
@@ -51,7 +52,7 @@ def test_sarif_validates_against_the_official_schema(tmp_path):
     with open(schema_path) as fh:
         schema = json.load(fh)
     findings = [finding(3, message=HOSTILE), finding(9, status="confirmed")]
-    findings[1].evidence_events = [{"kind": "recompile", "shape": {"batch": 17}, "summary": "s"}]
+    findings[1].evidence_events = [Evidence(kind="recompile", shape={"batch": 17}, summary="s")]
     result = CheckResult(findings=findings, errors=[FileError("pkg/broken.py", 2, 1, "syntax error")],
                          files_checked=3)
     doc = json.loads(render("sarif", result, rules=RULES))
@@ -80,9 +81,9 @@ def test_sarif_fingerprints_survive_line_shifts():
 def test_markdown_escapes_and_stays_under_one_mib():
     findings = [finding(i, message=HOSTILE * 20, status="confirmed" if i % 3 else "not-seen")
                 for i in range(1, 20001)]
-    targets = [{"name": "dec|oder", "device": "cpu", "backend": "eager", "dynamic": "auto",
-                "compiles": 7, "max_compiles": 2, "failed": True, "problems": ["7 compiles exceed"],
-                "per_shape": [{"batch": 1, "seq_len": None, "new_compiles": 2}]}]
+    targets = [TargetResult(name="dec|oder", device="cpu", backend="eager", dynamic="auto",
+                            compiles=7, max_compiles=2, problems=["7 compiles exceed"],
+                            per_shape=[ShapeRow(batch=1, new_compiles=2)])]
     out = render("markdown", CheckResult(findings=findings, files_checked=1), rules=RULES, targets=targets)
     assert len(out.encode()) < 1024 * 1024
     assert "<script>" not in out and "&lt;script&gt;" in out
@@ -93,7 +94,7 @@ def test_markdown_escapes_and_stays_under_one_mib():
 def test_junit_is_valid_xml_with_counts():
     result = CheckResult(findings=[finding(1, message=HOSTILE), finding(2)],
                          errors=[FileError("b.py", 1, 1, "syntax <error>")], files_checked=2)
-    targets = [{"name": "t", "failed": True, "problems": ["too many"], "seconds": 1.5}]
+    targets = [TargetResult(name="t", problems=["too many"], seconds=1.5)]
     root = ET.fromstring(render("junit", result, rules=RULES, targets=targets))
     assert root.tag == "testsuites" and root.get("failures") == "3"
     cases = root.findall(".//testcase")
@@ -103,13 +104,12 @@ def test_junit_is_valid_xml_with_counts():
 
 def test_html_is_self_contained_and_escaped():
     f = finding(3, message=HOSTILE, path=__file__)
-    t = {"name": "<b>t</b>", "compiles": 3, "device": "cpu", "backend": "eager", "dynamic": "auto",
-         "torch_version": "2.13", "failed": False,
-         "per_shape": [{"batch": 1, "seq_len": None, "new_compiles": 2},
-                       {"batch": 17, "seq_len": None, "new_compiles": 1}],
-         "recompiles": [{"shape": {"batch": 17, "seq_len": None}, "reason": "2 <= s <= 9 <x>",
-                         "path": "m.py", "line": 7, "source": "if a < b:", "confirms": ["SL101"]}],
-         "graph_breaks": []}
+    t = TargetResult(name="<b>t</b>", compiles=3, device="cpu", backend="eager", dynamic="auto",
+                     torch_version="2.13",
+                     per_shape=[ShapeRow(batch=1, new_compiles=2), ShapeRow(batch=17, new_compiles=1)],
+                     events=[Event(kind="recompile", shape={"batch": 17, "seq_len": None},
+                                   reason="2 <= s <= 9 <x>", path="m.py", line=7,
+                                   source="if a < b:", confirms=["SL101"])])
     out = render("html", CheckResult(findings=[f], files_checked=1), rules=RULES, targets=[t])
     assert "<script>" not in out and "&lt;script&gt;" in out and "&lt;b&gt;t&lt;/b&gt;" in out
     assert "http://" not in out.replace("http://e", "") and "src=" not in out
@@ -253,11 +253,11 @@ def test_a_saved_run_re_renders_exactly_what_the_live_run_printed(tmp_path, monk
 def test_every_format_escapes_control_characters_from_code_and_targets():
     hostile = "a\x1b[2Jb\x1b]8;;http://e\x07c\u202ed\x00e\r\n::error file=x::f\n##[error]g"
     f = finding(3, message=hostile, source=hostile, path="pkg/m\x1b.py")
-    t = {"name": hostile, "device": "cpu", "backend": "eager", "dynamic": "auto", "torch_version": "2",
-         "compiles": 1, "failed": True, "error": hostile, "problems": None,
-         "per_shape": [{"batch": 1, "seq_len": None, "new_compiles": 1, "error": hostile}],
-         "recompiles": [{"shape": {"batch": 1, "seq_len": None}, "reason": hostile, "path": "m.py",
-                         "line": 1, "source": hostile}], "graph_breaks": []}
+    t = TargetResult(name=hostile, device="cpu", backend="eager", dynamic="auto", torch_version="2",
+                     compiles=1, error=hostile, problems=[hostile],
+                     per_shape=[ShapeRow(batch=1, new_compiles=1, error=hostile)],
+                     events=[Event(kind="recompile", shape={"batch": 1, "seq_len": None},
+                                   reason=hostile, path="m.py", line=1, source=hostile)])
     result = CheckResult(findings=[f], errors=[FileError("b\x1b.py", 1, 1, hostile)], files_checked=2)
     for fmt in ("text", "json", "github", "sarif", "markdown", "junit", "html"):
         out = render(fmt, result, rules=RULES, targets=[t])
@@ -290,15 +290,17 @@ def test_sarif_uris_are_percent_encoded():
 
 
 def test_temporary_files_of_killed_runs_are_swept(tmp_path):
-    # a run killed (kill -9) while writing leaves `.out.txt.<pid>.tmp`; the next write removes
-    # it once its process is gone, and never touches a live process's file
-    from shapelint.report import write_atomic
+    # a run killed (kill -9) while writing leaves `.out.txt.shapelint-<pid>.tmp`; the next write
+    # removes it once its process is gone, and never touches a live process's file, nor a
+    # temporary file of another tool's that happens to end in digits
+    from shapelint.output import write_atomic
 
-    dead = tmp_path / ".out.txt.999999999.tmp"
-    live = tmp_path / f".out.txt.{os.getppid()}.tmp"
-    for p in (dead, live):
+    dead = tmp_path / ".out.txt.shapelint-999999999.tmp"
+    live = tmp_path / f".out.txt.shapelint-{os.getppid()}.tmp"
+    other = tmp_path / ".out.txt.999999999.tmp"
+    for p in (dead, live, other):
         p.write_text("half")
         os.utime(p, (1, 1))
     write_atomic(str(tmp_path / "out.txt"), "report\n")
     assert (tmp_path / "out.txt").read_text() == "report\n"
-    assert not dead.exists() and live.exists()
+    assert not dead.exists() and live.exists() and other.exists()

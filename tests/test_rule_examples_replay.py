@@ -126,11 +126,11 @@ def replays(request, tmp_path_factory):
 @pytest.mark.parametrize("example", _examples())
 def test_torch_confirms_the_example(example: RuleExample, replays) -> None:
     result = replays[example.id].result()
-    assert not result.get("error"), f"{example.id} could not be replayed: {result['error']}"
+    assert not result.error, f"{example.id} could not be replayed: {result.error}"
     rule = example.rule
-    what = f"{example.id} under torch {result.get('torch_version')}:\n{describe(result)}"
+    what = f"{example.id} under torch {result.torch_version}:\n{describe(result)}"
     if "compile-error" not in rule.evidence:
-        assert not any(r.get("error") for r in result["per_shape"]), \
+        assert not any(r.error for r in result.per_shape), \
             f"the example raises when called; make it runnable\n{what}"
     mine = [ev for ev in events_of(result)
             if os.path.basename(ev["abspath"]) == "example.py"]

@@ -31,7 +31,7 @@ import re
 from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 from shapelint.finding import (COMPILE_ERROR, FALLBACK, GRAPH_BREAK, RECOMPILE, SPECIALIZATION,
-                               Event)
+                               TORCH_STEPS, Blame, Event, Guard, Place)
 from shapelint.harness.trace import VALUE_GUARD
 
 FILE_LINE = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
@@ -367,7 +367,7 @@ class Recorder:
                     rec.reason = message[:500]
                 return
         self.events.append(Event(
-            kind=COMPILE_ERROR, shape=dict(self.shape), reason=message[:500], detail="compile-error",
+            kind=COMPILE_ERROR, shape=dict(self.shape), reason=message[:500], detail=Blame.COMPILE_ERROR,
             abspath=where[0] if where else None, path=where[0] if where else None,
             line=where[1] if where else None,
             note="" if where else "the traceback names no line outside torch"))
@@ -391,15 +391,16 @@ class Recorder:
                     f"whose inputs fail its cached graphs runs eagerly (uncompiled)")
             where = (frame["path"], frame["line"]) if frame.get("path") else None
             note = "" if where else "torch names no frame for the limit"
-            detail = "recompile-limit" if detail == "recompile_limit" else "accumulated-recompile-limit"
+            detail = Blame.RECOMPILE_LIMIT if detail == "recompile_limit" \
+                else Blame.ACCUMULATED_RECOMPILE_LIMIT
         elif unhandled is not None:
-            detail = "unhandled-graph-break"
+            detail = Blame.UNHANDLED_GRAPH_BREAK
             text = (f"graph break Dynamo cannot resume from ({unhandled.reason}): `{fname}` is "
                     f"skipped and runs eagerly")
             where = (unhandled.abspath, unhandled.line) if unhandled.abspath else None
             note = unhandled.note
         else:
-            detail = "compile-failed"
+            detail = Blame.COMPILE_FAILED
             text = (f"compile of `{fname}` failed and torch ran it eagerly (suppress_errors or "
                     f"a skipped frame): {p['message'][:300]}")
             w = p.get("where")
@@ -431,7 +432,7 @@ class Recorder:
             kind=SPECIALIZATION, shape=dict(self.shape), symbol=md.get("symbol"),
             value=None if md.get("value") is None else str(md.get("value")),
             reason=f"{', '.join(sources)} specialized to {md.get('value')} ({md.get('reason')})",
-            detail=str(md.get("reason") or "specialization"), sources=sources,
+            detail=Blame.SPECIALIZATION, sources=sources,
             abspath=where[0] if where else None, path=where[0] if where else None,
             line=where[1] if where else None, framework=self.framework_guard(md),
             note="" if where else "torch recorded no user stack for this specialization"))
@@ -468,7 +469,7 @@ class Recorder:
                    and (e.registry_id, e.abspath, e.line) == seen), None)
         if ev is None:
             ev = Event(kind=GRAPH_BREAK, shape=dict(self.shape), reason=reason[:300],
-                       detail="unhandled" if unhandled else "graph-break", registry_id=rid,
+                       detail=Blame.UNHANDLED if unhandled else Blame.GRAPH_BREAK, registry_id=rid,
                        abspath=path, path=path, line=line,
                        note=note or ("Dynamo cannot resume after this break: the frame runs "
                                      "eagerly" if unhandled else ""))
@@ -492,7 +493,7 @@ class Recorder:
             if len(entry) == 2:
                 self._also_failed.setdefault(entry[0], []).append((entry, str(item.get("code"))))
 
-    def _also(self, frame_id: Any) -> List[Dict[str, Any]]:
+    def _also(self, frame_id: Any) -> List[Guard]:
         """The value guards that failed beside the one torch's reason names: torch stops at a
         cache entry's first failing guard, whose order its guard tree changes as guards fail
         (checking first what failed before), so which int it names is an accident."""
@@ -503,17 +504,17 @@ class Recorder:
                     continue
                 where = g.get("where")
                 if where:
-                    out.append({"entry": f"{entry[0]}/{entry[1]}", "text": code[:300],
-                                "detail": "value-guard", "guard": code, "abspath": where[0],
-                                "line": where[1], "also": True,
-                                "note": "failed too; torch's reason names only a cache entry's "
-                                        "first failing guard"})
+                    out.append(Guard(entry=f"{entry[0]}/{entry[1]}", text=code[:300],
+                                     detail=Blame.VALUE_GUARD, guard=code, abspath=where[0],
+                                     line=where[1], also=True,
+                                     note="failed too; torch's reason names only a cache "
+                                          "entry's first failing guard"))
                 break
         return out
 
     def _recompile(self, ev: Dict[str, Any]) -> None:
         frame = self.frame_of(ev.get("frame_id")).get("name") or ""
-        guards: List[Dict[str, Any]] = []
+        guards: List[Guard] = []
         for text in parse_reasons(ev.get("payload") or ""):
             for g in self._blame(text):
                 if not any(_same_guard(g, h) for h in guards):
@@ -522,45 +523,52 @@ class Recorder:
         # whose dim changed (automatic dynamic, torch's own recompile), the ints that changed
         # with it become dynamic in that same recompile and cost nothing more (tests/cases/real
         # r23: line 63; examples/decoder.py's start_pos, which moves with the length)
-        on_a_line = {g.get("entry") for g in guards
-                     if g.get("abspath") and g.get("detail") in ("value-guard", "shape-guard")}
+        on_a_line = {g.entry for g in guards
+                     if g.abspath and g.detail in (Blame.VALUE_GUARD, Blame.SHAPE_GUARD)}
         for g in self._also(ev.get("frame_id")):
-            if g.get("entry") in on_a_line and not any(
-                    (g.get("abspath"), g.get("line")) == (h.get("abspath"), h.get("line"))
-                    for h in guards):
+            if g.entry in on_a_line and not any((g.abspath, g.line) == (h.abspath, h.line)
+                                                for h in guards):
                 guards.append(g)
         if not guards:
-            guards = [{"detail": "unknown", "text": "torch gave no reason", "note": "torch gave no reason"}]
-        named = [g for g in guards if not g.get("also")] or guards  # torch's reason first
-        primary = next((g for g in named if g.get("abspath") and not g.get("framework")), None) or \
-            next((g for g in named if g.get("abspath")), None) or named[0]
-        framework = all(g.get("framework") for g in guards if g.get("abspath")) and \
-            any(g.get("abspath") for g in guards)
-        steps = primary.get("detail") in ("input-dynamic", "dim-marking", "duck-sizing", "harness")
-        also = []
+            guards = [Guard(detail=Blame.UNKNOWN, text="torch gave no reason",
+                            note="torch gave no reason")]
+        named = [g for g in guards if not g.also] or guards  # torch's reason first
+        primary = next((g for g in named if g.abspath and not g.framework), None) or \
+            next((g for g in named if g.abspath), None) or named[0]
+        framework = all(g.framework for g in guards if g.abspath) and \
+            any(g.abspath for g in guards)
+        # torch's own step: the reason says what torch did (the 0/1 specialization keeps
+        # torch's text, which names the size)
+        steps = primary.detail in TORCH_STEPS and primary.detail != Blame.SIZE_ONE
+        also: List[Place] = []
         for g in guards:  # the calls that lead to a value guard's line (its user stack)
-            for c in g.pop("callers", None) or []:
+            for c in g.callers:
                 if c not in also:
                     also.append(c)
+            g.callers = []
         self.events.append(Event(
             kind=RECOMPILE, shape=dict(self.shape),
-            reason=(primary.get("note") if steps else primary.get("text", "")) or "",
-            detail=primary.get("detail", ""), frame=frame,
+            reason=(primary.note if steps else primary.text) or "",
+            detail=primary.detail, frame=frame,
             compile_id=f"{ev.get('frame_id')}/{ev.get('frame_compile_id')}", guards=guards, also=also,
-            abspath=primary.get("abspath"), path=primary.get("abspath"), line=primary.get("line"),
+            abspath=primary.abspath, path=primary.abspath, line=primary.line,
             note=("an input compiled static changed (torch's own recompile, not a line's)"
-                  if steps else primary.get("note", ""))
-            if not primary.get("abspath") else "",
+                  if steps else primary.note)
+            if not primary.abspath else "",
             framework=framework))
         self._label(self.events[-1], (ev.get("frame_id"), ev.get("frame_compile_id")))
 
-    def _blame(self, text: str) -> List[Dict[str, Any]]:
+    def _blame(self, text: str) -> List[Guard]:
         """The failed guards of one cache entry's reason line."""
         head = REASON_HEAD.match(text.strip())
         entry = (int(head.group("frame")), int(head.group("compile"))) if head else None
         body = head.group("text") if head else text
         summary = body.split("\n")[0].split("  #")[0].strip()
         base = {"entry": f"{entry[0]}/{entry[1]}" if entry else None, "text": summary[:300]}
+
+        def guard(**kw: Any) -> Guard:
+            return Guard(**base, **kw)
+
         mm = INPUT_MISMATCH.search(body)
         if mm and any(k in body for k in INPUT_REASONS):
             name = mm.group("name")
@@ -571,52 +579,57 @@ class Recorder:
                 note = (f"module attribute `{name}` {what} changed: torch guards a tensor "
                         f"attribute's {what} like an input's")
                 if writes:
-                    return [dict(base, detail="attribute-write", guard=summary, attribute=name,
-                                 abspath=w[0], line=w[1], note=note) for w in writes]
-                return [dict(base, detail="attribute", guard=summary, attribute=name,
-                             note=note + "; no write of it ran in the replay")]
-            return [dict(base, detail="input-dynamic", input=name, dim=mm.group("index"),
-                         note=mode_note(name, what, mm.group("index"), mm.group("expected"),
-                                        mm.group("actual"), self.mode))]
+                    return [guard(detail=Blame.ATTRIBUTE_WRITE, guard=summary, attribute=name,
+                                  abspath=w[0], line=w[1], note=note) for w in writes]
+                return [guard(detail=Blame.ATTRIBUTE, guard=summary, attribute=name,
+                              note=note + "; no write of it ran in the replay")]
+            index = mm.group("index")
+            return [guard(detail=Blame.INPUT_DYNAMIC, input=name,
+                          dim=int(index) if index is not None else None,
+                          note=mode_note(name, what, index, mm.group("expected"),
+                                         mm.group("actual"), self.mode))]
         if "_has_dynamo_dim_marking" in body:
-            return [dict(base, detail="dim-marking",
-                         note="an input marked dynamic (mark_dynamic) after graphs compiled "
-                              "without the mark")]
+            return [guard(detail=Blame.DIM_MARKING,
+                          note="an input marked dynamic (mark_dynamic) after graphs compiled "
+                               "without the mark")]
         if "BACKEND_MATCH" in body:
-            return [dict(base, detail="harness", note="the same code compiled for another backend")]
+            return [guard(detail=Blame.HARNESS,
+                          note="the same code compiled for another backend")]
         if "duck sizing" in body:
-            return [dict(base, detail="duck-sizing",
-                         note="two inputs had the same size and shared one symbol (duck "
-                              "sizing); they differ now")]
+            return [guard(detail=Blame.DUCK_SIZING,
+                          note="two inputs had the same size and shared one symbol (duck "
+                               "sizing); they differ now")]
         if "User stack trace:" in body:
             stack = body.split("User stack trace:", 1)[1]
             frames = [(os.path.abspath(m.group("path")), int(m.group("line")))
                       for m in FILE_LINE.finditer(stack) if self.is_user(m.group("path"))]
             where = frames[-1] if frames else None
-            callers = [{"abspath": p, "line": ln, "why": "a call in the value guard's stack"}
+            callers = [Place(abspath=p, line=ln, why="a call in the value guard's stack")
                        for p, ln in dict.fromkeys(frames[:-1]) if (p, ln) != where]
-            return [dict(base, detail="value-guard", guard=summary,
-                         abspath=where[0] if where else None, line=where[1] if where else None,
-                         callers=callers,
-                         note="" if where else "the value guard's stack names no user frame")]
+            return [guard(detail=Blame.VALUE_GUARD, guard=summary,
+                          abspath=where[0] if where else None, line=where[1] if where else None,
+                          callers=callers,
+                          note="" if where else "the value guard's stack names no user frame")]
         out = self._reevaluate(entry) if entry else None
         if out:
-            return [dict(base, **o) for o in out]
+            for g in out:
+                g.entry, g.text = base["entry"], base["text"]
+            return out
         if out == [] and re.search(r"\b2 <= ", body):
-            return [dict(base, detail="size-one",
-                         note="a size-1 input after a dynamic compile (0/1 specialization): "
-                              "torch never makes sizes 0 and 1 symbolic")]
+            return [guard(detail=Blame.SIZE_ONE,
+                          note="a size-1 input after a dynamic compile (0/1 specialization): "
+                               "torch never makes sizes 0 and 1 symbolic")]
         where = self.short_frame(body)
         if where and "0/1 specialization" in body and "2 <= " in body.split("#")[0] \
                 and "<=" not in body.split("#")[0].split("2 <=", 1)[1]:
-            return [dict(base, detail="size-one", abspath=where[0], line=where[1],
-                         note="0/1 specialization; the line is the first use of the size")]
-        return [dict(base, detail="shape-guard", guard=summary,
-                     abspath=where[0] if where else None, line=where[1] if where else None,
-                     note="" if where else "torch's reason names no user line and the "
-                                            "guard could not be re-evaluated")]
+            return [guard(detail=Blame.SIZE_ONE, abspath=where[0], line=where[1],
+                          note="0/1 specialization; the line is the first use of the size")]
+        return [guard(detail=Blame.SHAPE_GUARD, guard=summary,
+                      abspath=where[0] if where else None, line=where[1] if where else None,
+                      note="" if where else "torch's reason names no user line and the "
+                                             "guard could not be re-evaluated")]
 
-    def _reevaluate(self, entry: Tuple[int, int]) -> Optional[List[Dict[str, Any]]]:
+    def _reevaluate(self, entry: Tuple[int, int]) -> Optional[List[Guard]]:
         """Guards of the failed entry that are false for the current inputs; None if they
         cannot be evaluated (a resume frame, unbacked symbols)."""
         guards = self.guards.get(entry)
@@ -632,7 +645,7 @@ class Recorder:
             loc.update(Eq=sympy.Eq, Ne=sympy.Ne, And=sympy.And, Or=sympy.Or, Not=sympy.Not)
         except Exception:  # noqa: BLE001
             return None
-        failed: List[Dict[str, Any]] = []
+        failed: List[Guard] = []
         evaluated = 0
         cache: Dict[str, Any] = {}
         for md in guards:
@@ -656,20 +669,20 @@ class Recorder:
                 continue
             where = self.user_frame(md.get("user_stack"))
             if not md.get("user_stack"):
-                failed.append({"detail": "backend", "guard": str(md.get("expr")),
-                               "note": "guard added by the backend (AOTAutograd/Inductor): torch "
-                                       "records no user stack for it"})
+                failed.append(Guard(detail=Blame.BACKEND, guard=str(md.get("expr")),
+                                    note="guard added by the backend (AOTAutograd/Inductor): "
+                                         "torch records no user stack for it"))
             else:
-                failed.append({"detail": "shape-guard", "guard": str(md.get("expr")),
-                               "abspath": where[0] if where else None,
-                               "line": where[1] if where else None,
-                               "framework": self.framework_guard(md),
-                               "note": "" if where else "the guard's stack is all inside torch"})
+                failed.append(Guard(detail=Blame.SHAPE_GUARD, guard=str(md.get("expr")),
+                                    abspath=where[0] if where else None,
+                                    line=where[1] if where else None,
+                                    framework=self.framework_guard(md),
+                                    note="" if where else "the guard's stack is all inside torch"))
         if evaluated == 0:
             return None
         seen, out = set(), []
         for f in failed:
-            k = (f.get("abspath"), f.get("line"), f["detail"])
+            k = (f.abspath, f.line, f.detail)
             if k not in seen:
                 seen.add(k)
                 out.append(f)
@@ -680,6 +693,6 @@ class Recorder:
         return [dict(f) for f in self.frames.values()]
 
 
-def _same_guard(a: Dict[str, Any], b: Dict[str, Any]) -> bool:
-    return (a.get("detail"), a.get("abspath"), a.get("line"), a.get("guard") or a.get("text")) == \
-        (b.get("detail"), b.get("abspath"), b.get("line"), b.get("guard") or b.get("text"))
+def _same_guard(a: Guard, b: Guard) -> bool:
+    return (a.detail, a.abspath, a.line, a.guard or a.text) == \
+        (b.detail, b.abspath, b.line, b.guard or b.text)

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Dict, List, Optional, Tuple
 
 from shapelint.config import ConfigError, validate_target
-from shapelint.finding import TargetResult, shape_text
+from shapelint.finding import ShapeRow, TargetResult, shape_text
 from shapelint.harness.target import TargetError, TargetSpec, source_file
 from shapelint.report.escape import clean
 
@@ -129,16 +129,16 @@ class Progress:
                 _say(f"shapelint run: {spec.name}: {n} shapes, backend {spec.backend}, "
                      f"dynamic {spec.dynamic}")
 
-    def shape(self, spec: TargetSpec, row: Dict[str, Any]) -> None:
+    def shape(self, spec: TargetSpec, row: ShapeRow) -> None:
         with self.lock:
             if self._rich is not None and self._task is not None:
                 self._rich.advance(self._task)
             else:
                 who = f"{spec.name}: " if self.jobs > 1 else ""
-                err = f"  error: {row['error']}" if row.get("error") else ""
-                eager = "  ran uncompiled (eager)" if row.get("eager") else ""
-                _say(f"  {who}{shape_text(row)}: {row['new_compiles']} new compile(s) "
-                     f"({row['seconds']:.2f}s){eager}{err}")
+                err = f"  error: {row.error}" if row.error else ""
+                eager = "  ran uncompiled (eager)" if row.eager else ""
+                _say(f"  {who}{shape_text(row.shape)}: {row.new_compiles} new compile(s) "
+                     f"({row.seconds:.2f}s){eager}{err}")
 
     def note(self, text: str) -> None:
         with self.lock:
@@ -248,6 +248,7 @@ def static_paths(specs: List[TargetSpec], results: List[TargetResult]) -> List[s
                 paths.append(f)
         paths.extend(os.path.join(spec.base_dir, p) for p in spec.check_paths)
     for r in results:
+        paths.extend(r.sources)  # what the worker imported (a package only it can import)
         for ev in r.events:
             paths.extend(ab for ab, _ in ev.locations())
         paths.extend(r.executed)
@@ -257,6 +258,6 @@ def static_paths(specs: List[TargetSpec], results: List[TargetResult]) -> List[s
 
 def exercised_files(results: List[TargetResult]) -> List[str]:
     """Files the replays ran: compiled frames, executed lines, blamed events."""
-    out = {os.path.abspath(f["path"]) for r in results for f in r.frames if f.get("path")}
+    out = {os.path.abspath(f.path) for r in results for f in r.frames if f.path}
     out |= {os.path.abspath(p) for r in results for p in r.executed}
     return sorted(out)

@@ -14,39 +14,39 @@ import re
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 from shapelint.finding import (CONFIRMED, FALLBACK, NOT_REACHED, NOT_SEEN, RECOMPILE,
-                               UNPREDICTED, Event, Finding, Location, TargetResult, as_target,
-                               relpath, shape_text)
+                               SPECIALIZATION, UNPREDICTED, Blame, Event, EventKind, Evidence,
+                               Finding, Location, Severity, Snippet, TargetResult, relpath,
+                               shape_text)
 
 Place = Tuple[str, int]
 
 
-def runtime_rules(rules: Optional[Dict[str, Any]] = None) -> Dict[str, Tuple[str, str]]:
+def runtime_rules(rules: Optional[Dict[str, Any]] = None) -> Dict[EventKind, Tuple[str, str]]:
     """Event kind -> (code, name) of the runtime-only rule reporting it when no static rule
     predicted it (the rule whose ``evidence`` names the kind)."""
     if rules is None:
         from shapelint.registry import all_rules
 
         rules = all_rules()
-    out: Dict[str, Tuple[str, str]] = {}
+    out: Dict[EventKind, Tuple[str, str]] = {}
     for code in sorted(rules):
         r = rules[code]
         if getattr(r, "runtime_only", False):
             for kind in r.evidence:
-                out.setdefault(kind, (r.code, r.name))
+                out.setdefault(EventKind(kind), (r.code, r.name))
     return out
 
 
 def joinable(t: TargetResult) -> Iterator[Event]:
     """Events that can meet a finding: with a line; not a benign specialization."""
     for ev in t.events:
-        if ev.locations() and not (ev.kind == "specialization" and ev.benign):
+        if ev.locations() and not (ev.kind == SPECIALIZATION and ev.benign):
             yield ev
 
 
-def events_of(target: Any) -> Iterable[Dict[str, Any]]:
-    """Every blamed event of a target with a user line, one dict per blamed line (the shape
-    tests written against earlier versions read)."""
-    t = as_target(target)
+def events_of(t: TargetResult) -> Iterator[Dict[str, Any]]:
+    """Every blamed event of a target with a user line, flat: one dict per blamed line (what
+    the benches and the tests that replay programs compare against torch's lines)."""
     for ev in joinable(t):
         for ab, line in ev.locations():
             yield {"kind": ev.kind, "target": t.name, "abspath": ab, "line": line,
@@ -60,19 +60,13 @@ def summary(ev: Event, target: str) -> str:
     return f"{ev.kind} at {shape_text(ev.shape)} ({target}): {ev.reason}{extra}{fw}"
 
 
-def evidence(ev: Event, target: str, place: Optional[Place] = None) -> Dict[str, Any]:
-    """An event as a finding's evidence (JSON): kind, shape, reason, where."""
+def evidence(ev: Event, target: str, place: Optional[Place] = None) -> Evidence:
+    """An event as a finding's evidence: kind, shape, reason, where."""
     ab, line = place or (ev.abspath, ev.line)
-    out = {"kind": ev.kind, "target": target, "path": relpath(ab) if ab else None, "line": line,
-           "shape": ev.shape, "reason": ev.reason, "detail": ev.detail,
-           "summary": summary(ev, target)}
-    if ev.guard:
-        out["guard"] = ev.guard
-    if ev.registry_id:
-        out["registry_id"] = ev.registry_id
-    if ev.framework:
-        out["framework"] = True
-    return out
+    return Evidence(kind=ev.kind, target=target, path=relpath(ab) if ab else None, line=line,
+                    shape=dict(ev.shape), reason=ev.reason, detail=ev.detail,
+                    summary=summary(ev, target), guard=ev.guard, registry_id=ev.registry_id,
+                    framework=ev.framework)
 
 
 STATE_ATTR = re.compile(r"`self\.(\w+)`")
@@ -93,10 +87,11 @@ def _guards_on_written_state(f: Finding, events: List[Tuple[Event, str]]) -> Lis
         if ev.kind != RECOMPILE:
             continue
         for g in ev.guards:
-            if g.get("detail") in ("value-guard", "attribute", "attribute-write") and g.get("abspath") \
-                    and os.path.abspath(g["abspath"]) == os.path.abspath(f.path) \
-                    and attr.search(g.get("guard") or g.get("text") or ""):
-                out.append((ev, target, (g["abspath"], int(g["line"]))))
+            if g.detail in (Blame.VALUE_GUARD, Blame.ATTRIBUTE, Blame.ATTRIBUTE_WRITE) \
+                    and g.abspath and g.line \
+                    and os.path.abspath(g.abspath) == os.path.abspath(f.path) \
+                    and attr.search(g.guard or g.text or ""):
+                out.append((ev, target, (g.abspath, int(g.line))))
                 break
     return out
 
@@ -110,12 +105,11 @@ def coverage_of(targets: List[TargetResult]) -> Dict[str, Set[int]]:
     return out
 
 
-def join(findings: List[Finding], targets: List[Any], exercised: Iterable[str],
+def join(findings: List[Finding], targets: List[TargetResult], exercised: Iterable[str],
          rules: Optional[Dict[str, Any]] = None, unpredicted: bool = True) -> List[Finding]:
     """Statuses for ``findings`` plus unpredicted findings. ``exercised`` are the absolute
     paths the harness ran (a finding elsewhere keeps the status ``predicted``); with
     ``unpredicted=False`` (no static pass ran) events are not turned into findings."""
-    targets = [as_target(t) for t in targets]
     covered = coverage_of(targets)
     exercised = {os.path.abspath(p) for p in exercised} | set(covered)
     events = [(ev, t.name) for t in targets for ev in joinable(t)]
@@ -130,8 +124,8 @@ def join(findings: List[Finding], targets: List[Any], exercised: Iterable[str],
     out: List[Finding] = []
     for f in findings:
         ab = os.path.abspath(f.path)
-        lines = range(f.location.line, max(f.location.end_line, f.location.line) + 1)
-        hits: List[Dict[str, Any]] = []
+        lines = f.location.lines
+        hits: List[Evidence] = []
         for line in lines:
             for ev, name in by_line.get((ab, line), []):
                 hits.append(evidence(ev, name, (ab, line)))
@@ -142,14 +136,14 @@ def join(findings: List[Finding], targets: List[Any], exercised: Iterable[str],
         if hits:
             f = f.replace(status=CONFIRMED, evidence_events=hits)
         elif ab in covered and not any(line in covered[ab] for line in lines):
-            f = f.replace(status=NOT_REACHED, evidence_events=[
-                {"kind": "not-reached", "shapes": tried,
-                 "summary": f"the replay never ran this line (at {', '.join(tried)}): no "
-                            f"compiled call reached it"}])
+            f = f.replace(status=NOT_REACHED, evidence_events=[Evidence(
+                kind=NOT_REACHED, shapes=tried,
+                summary=f"the replay never ran this line (at {', '.join(tried)}): no compiled "
+                        f"call reached it")])
         elif ab in exercised:
-            f = f.replace(status=NOT_SEEN, evidence_events=[
-                {"kind": "not-seen", "shapes": tried,
-                 "summary": f"no event at this line at {', '.join(tried)}"}])
+            f = f.replace(status=NOT_SEEN, evidence_events=[Evidence(
+                kind=NOT_SEEN, shapes=tried,
+                summary=f"no event at this line at {', '.join(tried)}")])
         out.append(f)
     if unpredicted:
         out.extend(_unpredicted(events, claimed, runtime_rules(rules)))
@@ -157,10 +151,10 @@ def join(findings: List[Finding], targets: List[Any], exercised: Iterable[str],
 
 
 def _unpredicted(events: List[Tuple[Event, str]], claimed: Set[Place],
-                 kinds: Dict[str, Tuple[str, str]]) -> List[Finding]:
+                 kinds: Dict[EventKind, Tuple[str, str]]) -> List[Finding]:
     """One finding per (line, kind) of events no finding claimed, of the runtime-only rule
     for the kind; framework guards (torch's own, see Event.framework) are not the user's."""
-    groups: Dict[Tuple[str, int, str], List[Tuple[Event, str]]] = {}
+    groups: Dict[Tuple[str, int, EventKind], List[Tuple[Event, str]]] = {}
     for ev, name in events:
         if ev.kind not in kinds or ev.framework:
             continue
@@ -174,32 +168,32 @@ def _unpredicted(events: List[Tuple[Event, str]], claimed: Set[Place],
         code, rname = kinds[kind]
         first = evs[0][0]
         path = relpath(ab)
+        text = linecache.getlines(ab)
         out.append(Finding(
             rule=code, name=rname, location=Location(path, line, 1),
-            message=f"{kind} seen at run time that no static rule predicted: {first.reason}",
-            severity="error" if kind == "compile-error" else "warning",
-            evidence=(kind,), status=UNPREDICTED,
-            source_line=linecache.getline(ab, line).strip(),
+            message=f"{kind.label} seen at run time that no static rule predicted: {first.reason}",
+            severity=Severity.ERROR if kind == EventKind.COMPILE_ERROR else Severity.WARNING,
+            evidence=(kind.value,), status=UNPREDICTED,
+            source_line=text[line - 1].strip() if 0 < line <= len(text) else "",
+            snippet=Snippet.around(text, line) if text else None,
             registry_ids=tuple(x for x in [first.registry_id] if x),
             evidence_events=[evidence(ev, name, (ab, line)) for ev, name in evs]))
     return out
 
 
-def annotate_targets(targets: List[Any], findings: List[Finding]) -> None:
+def annotate_targets(targets: List[TargetResult], findings: List[Finding]) -> None:
     """Add the blamed source line and the confirming rules to each target event (reports)."""
     by_line: Dict[Place, List[str]] = {}
     for f in findings:
         if f.status != UNPREDICTED:
-            for line in range(f.location.line, max(f.location.end_line, f.location.line) + 1):
+            for line in f.location.lines:
                 by_line.setdefault((os.path.abspath(f.path), line), []).append(f.rule)
     for t in targets:
-        for ev in as_target(t).events:
-            if ev.abspath and ev.line:
-                ev.source = linecache.getline(ev.abspath, int(ev.line)).strip()
+        for ev in t.events:
             rules = set()
             for place in ev.locations():
                 rules.update(by_line.get((os.path.abspath(place[0]), place[1]), []))
-            for g in ev.guards + ev.also:
-                if g.get("abspath") and g.get("line"):
-                    g["source"] = linecache.getline(g["abspath"], int(g["line"])).strip()
+            for item in [ev, *ev.guards, *ev.also]:
+                if item.abspath and item.line:
+                    item.source = linecache.getline(item.abspath, int(item.line)).strip()
             ev.confirms = sorted(rules)

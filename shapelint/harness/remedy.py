@@ -19,15 +19,16 @@ from __future__ import annotations
 import dataclasses
 import re
 import threading
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
-from shapelint.finding import TargetResult
+from shapelint.finding import (GRAPH_BREAK, RECOMPILE, Blame, Counts, Remedy, RemedyKind,
+                               RemedyVerdict, TargetResult)
 from shapelint.harness.target import TargetSpec
 
 SIZE_SRC = re.compile(r"^L\['(?P<name>\w+)'\](?:\['(?P<key>\w+)'\])?\.size\(\)\[(?P<dim>\d+)\]$")
 INT_SRC = re.compile(r"^L\['(?P<name>\w+)'\]$")
 #: dynamic modes in which marking a dim is a change (under dynamic=True it already is dynamic)
-DIM_DETAILS = ("input-dynamic", "size-one", "dim-marking")
+DIM_DETAILS = {Blame.INPUT_DYNAMIC, Blame.SIZE_ONE, Blame.DIM_MARKING}
 
 
 def varying_dims(result: TargetResult) -> List[Tuple[str, int]]:
@@ -52,11 +53,11 @@ def promoted_dims(result: TargetResult) -> List[Tuple[str, int]]:
     (``tensor 'x' size mismatch at index 1``), kept when the dim varied across the shapes."""
     varied = set(varying_dims(result))
     out = []
-    for ev in result.of_kind("recompile"):
+    for ev in result.of_kind(RECOMPILE):
         for g in ev.guards:
-            if g.get("detail") == "input-dynamic" and g.get("input") and g.get("dim") is not None:
-                name = str(g["input"]).split("'")[-2] if "'" in str(g["input"]) else str(g["input"])
-                pair = (name, int(g["dim"]))
+            if g.detail == Blame.INPUT_DYNAMIC and g.input and g.dim is not None:
+                name = g.input.split("'")[-2] if "'" in g.input else g.input
+                pair = (name, g.dim)
                 if pair in varied and pair not in out:
                     out.append(pair)
     return sorted(out) or sorted(varied)
@@ -66,29 +67,32 @@ def guarded_ints(result: TargetResult) -> List[str]:
     """Int arguments that varied and that a value guard names (``n == 1``)."""
     names = {m.group("name"): src for src in varying_ints(result) for m in [INT_SRC.match(src)]}
     out = []
-    for ev in result.of_kind("recompile"):
+    for ev in result.of_kind(RECOMPILE):
         for g in ev.guards:
-            if g.get("detail") != "value-guard":
+            if g.detail != Blame.VALUE_GUARD:
                 continue
-            text = str(g.get("guard") or g.get("text") or "")
+            text = g.guard or g.text
             for name, src in names.items():
                 if re.search(r"(?<![\w.'])" + re.escape(name) + r"\b", text) and src not in out:
                     out.append(src)
     return sorted(out)
 
 
-def _marks(kind: str, dims: List[Tuple[str, int]]) -> Dict[str, Any]:
-    fn = {"mark-dynamic": "torch._dynamo.mark_dynamic", "maybe-mark-dynamic": "torch._dynamo.maybe_mark_dynamic",
-          "mark-unbacked": "torch._dynamo.decorators.mark_unbacked"}[kind]
-    calls = "; ".join(f"{fn}({n}, {d})" for n, d in dims)
-    return {"kind": kind, "marks": [[n, d] for n, d in dims], "code": f"{calls}  # before the call"}
+MARK_FUNCTIONS = {RemedyKind.MARK_DYNAMIC: "torch._dynamo.mark_dynamic",
+                  RemedyKind.MAYBE_MARK_DYNAMIC: "torch._dynamo.maybe_mark_dynamic",
+                  RemedyKind.MARK_UNBACKED: "torch._dynamo.decorators.mark_unbacked"}
 
 
-def propose(spec: TargetSpec, result: TargetResult) -> List[Dict[str, Any]]:
+def _marks(kind: RemedyKind, dims: List[Tuple[str, int]], why: str) -> Remedy:
+    calls = "; ".join(f"{MARK_FUNCTIONS[kind]}({n}, {d})" for n, d in dims)
+    return Remedy(kind=kind, marks=list(dims), code=f"{calls}  # before the call", why=why)
+
+
+def propose(spec: TargetSpec, result: TargetResult) -> List[Remedy]:
     """Candidate remedies for what this replay saw (not yet measured)."""
-    details = {g.get("detail") for ev in result.of_kind("recompile") for g in ev.guards} | \
-        {ev.detail for ev in result.of_kind("recompile")}
-    out: List[Dict[str, Any]] = []
+    details = {g.detail for ev in result.of_kind(RECOMPILE) for g in ev.guards} | \
+        {ev.detail for ev in result.of_kind(RECOMPILE)}
+    out: List[Remedy] = []
     # every varying dim, not only those the recompiles name: inputs whose dims are tied (an
     # attention mask beside input_ids) must be marked together, or the equality torch guards
     # between them specializes the marked one (a ConstraintViolationError, then retried
@@ -96,26 +100,26 @@ def propose(spec: TargetSpec, result: TargetResult) -> List[Dict[str, Any]]:
     dims = (sorted(set(promoted_dims(result)) | set(varying_dims(result)))
             if details & set(DIM_DETAILS) else [])
     if dims:
-        out.append(dict(_marks("mark-dynamic", dims),
-                        why="the varying dims compiled static first (automatic dynamic recompiles "
-                            "to make them dynamic)"))
-        if "size-one" in details or any(r.get("batch") == 1 for r in result.per_shape):
-            out.append(dict(_marks("mark-unbacked", dims),
-                            why="sizes 0 and 1 are specialized unless the dim is unbacked"))
+        out.append(_marks(RemedyKind.MARK_DYNAMIC, dims,
+                          why="the varying dims compiled static first (automatic dynamic "
+                              "recompiles to make them dynamic)"))
+        if Blame.SIZE_ONE in details or any(r.batch == 1 for r in result.per_shape):
+            out.append(_marks(RemedyKind.MARK_UNBACKED, dims,
+                              why="sizes 0 and 1 are specialized unless the dim is unbacked"))
     ints = guarded_ints(result)
     if ints:
         value = ",".join(ints)
-        out.append({"kind": "dynamic-sources", "sources": value,
-                    "code": f'TORCH_COMPILE_DYNAMIC_SOURCES="{value}"  # in the environment',
-                    "why": "the int arguments are guarded by value until automatic dynamic "
-                           "promotes them"})
-    if result.of_kind("recompile") and spec.dynamic != "true" and (dims or ints):
-        out.append({"kind": "dynamic-true", "code": "torch.compile(model, dynamic=True)",
-                    "why": "every size and int argument symbolic from the first compile"})
-    if any(ev.registry_id == "GB0124" for ev in result.of_kind("graph-break")):
-        out.append({"kind": "capture-scalar-outputs",
-                    "code": "torch._dynamo.config.capture_scalar_outputs = True",
-                    "why": "`.item()` becomes an unbacked symbol instead of a graph break"})
+        out.append(Remedy(kind=RemedyKind.DYNAMIC_SOURCES, sources=value,
+                          code=f'TORCH_COMPILE_DYNAMIC_SOURCES="{value}"  # in the environment',
+                          why="the int arguments are guarded by value until automatic dynamic "
+                              "promotes them"))
+    if result.of_kind(RECOMPILE) and spec.dynamic != "true" and (dims or ints):
+        out.append(Remedy(kind=RemedyKind.DYNAMIC_TRUE, code="torch.compile(model, dynamic=True)",
+                          why="every size and int argument symbolic from the first compile"))
+    if any(ev.registry_id == "GB0124" for ev in result.of_kind(GRAPH_BREAK)):
+        out.append(Remedy(kind=RemedyKind.CAPTURE_SCALAR_OUTPUTS,
+                          code="torch._dynamo.config.capture_scalar_outputs = True",
+                          why="`.item()` becomes an unbacked symbol instead of a graph break"))
     return out
 
 
@@ -132,74 +136,76 @@ def _violated(problem: str) -> List[Tuple[str, int]]:
     return out
 
 
-def _counts(r: TargetResult) -> Dict[str, Any]:
-    return {"compiles": r.compiles, "graph_breaks": len(r.of_kind("graph-break")),
-            "errors": sum(1 for row in r.per_shape if row.get("error")) + (1 if r.error else 0)}
+def _counts(r: TargetResult) -> Counts:
+    return Counts(compiles=r.compiles, graph_breaks=len(r.of_kind(GRAPH_BREAK)),
+                  errors=sum(1 for row in r.per_shape if row.error) + (1 if r.error else 0))
 
 
-def judge(before: Dict[str, Any], after: Dict[str, Any]) -> str:
-    if after["errors"] > before["errors"]:
-        return "fails"
-    if after["graph_breaks"] > before["graph_breaks"]:
-        return "breaks the graph"
-    if after["compiles"] < before["compiles"] or after["graph_breaks"] < before["graph_breaks"]:
-        return "helps"
-    if after["compiles"] == before["compiles"]:
-        return "no change"
-    return "worse"
+def judge(before: Counts, after: Counts) -> RemedyVerdict:
+    if after.errors > before.errors:
+        return RemedyVerdict.FAILS
+    if after.graph_breaks > before.graph_breaks:
+        return RemedyVerdict.BREAKS_GRAPH
+    if after.compiles < before.compiles or after.graph_breaks < before.graph_breaks:
+        return RemedyVerdict.HELPS
+    if after.compiles == before.compiles:
+        return RemedyVerdict.NO_CHANGE
+    return RemedyVerdict.WORSE
 
 
 def measure(spec: TargetSpec, result: TargetResult,
             stopping: Optional[threading.Event] = None,
-            say: Callable[[str], None] = lambda text: None) -> List[Dict[str, Any]]:
+            say: Callable[[str], None] = lambda text: None) -> List[Remedy]:
     """Replay ``spec`` once per proposed remedy; each remedy with its measured counts. A
     ``mark_dynamic`` the code's specialization makes raise is tried again without the dims it
     names (``maybe_mark_dynamic`` for those)."""
     from shapelint.harness.runner import run_target
 
     before = _counts(result)
-    out = []
+    out: List[Remedy] = []
     todo = propose(spec, result)
     while todo:
         remedy = todo.pop(0)
         if stopping is not None and stopping.is_set():
             break
-        say(f"  {spec.name}: measuring `{remedy['code']}`")
-        trial = dataclasses.replace(spec, suggest=False, remedy={k: v for k, v in remedy.items()
-                                                                  if k in ("kind", "marks", "sources")})
+        say(f"  {spec.name}: measuring `{remedy.code}`")
+        trial = dataclasses.replace(spec, suggest=False, remedy={
+            "kind": remedy.kind.value, "marks": [list(m) for m in remedy.marks],
+            "sources": remedy.sources})
         after_result = run_target(trial)
         after = _counts(after_result)
         verdict = judge(before, after)
-        row = dict(remedy, before=before, after=after, verdict=verdict)
-        problem = after_result.error or next((r["error"] for r in after_result.per_shape if r.get("error")), None)
-        if problem:
-            row["problem"] = problem
+        problem = after_result.error or next((r.error for r in after_result.per_shape if r.error), None)
+        row = dataclasses.replace(remedy, before=before, after=after, verdict=verdict,
+                                  problem=problem)
         out.append(row)
-        if remedy["kind"] == "mark-dynamic" and verdict == "fails" and problem and \
-                "Constraint" in problem:  # the code specializes a marked dim
-            marks = [tuple(m) for m in remedy["marks"]]
+        if remedy.kind == RemedyKind.MARK_DYNAMIC and verdict == RemedyVerdict.FAILS and problem \
+                and "Constraint" in problem:  # the code specializes a marked dim
+            marks = list(remedy.marks)
             bad = [m for m in _violated(problem) if m in marks]
             rest = [m for m in marks if m not in bad]
-            retries = sum(1 for r in out if r["kind"] == "mark-dynamic")
+            retries = sum(1 for r in out if r.kind == RemedyKind.MARK_DYNAMIC)
             if bad and rest and retries < 3:  # measure the marks the code lets be dynamic
-                todo.insert(0, dict(_marks("mark-dynamic", rest),
-                                    why=f"mark_dynamic of {', '.join(f'{n} dim {d}' for n, d in bad)} "
-                                        f"raised: the code specializes it"))
-            if not any(r["kind"] == "maybe-mark-dynamic" for r in out + todo):
-                first = [tuple(m) for m in next(r for r in out if r["kind"] == "mark-dynamic")["marks"]]
+                todo.insert(0, _marks(RemedyKind.MARK_DYNAMIC, rest,
+                                      why=f"mark_dynamic of {', '.join(f'{n} dim {d}' for n, d in bad)} "
+                                          f"raised: the code specializes it"))
+            if not any(r.kind == RemedyKind.MAYBE_MARK_DYNAMIC for r in out + todo):
+                first = next(r for r in out if r.kind == RemedyKind.MARK_DYNAMIC).marks
                 todo.insert(1 if bad and rest and retries < 3 else 0,
-                            dict(_marks("maybe-mark-dynamic", first),
-                                 why="mark_dynamic raised: the code specializes a dim; "
-                                     "maybe_mark_dynamic lets it"))
+                            _marks(RemedyKind.MAYBE_MARK_DYNAMIC, first,
+                                   why="mark_dynamic raised: the code specializes a dim; "
+                                       "maybe_mark_dynamic lets it"))
     return out
 
 
-def describe(row: Dict[str, Any]) -> str:
+def describe(row: Remedy) -> str:
     """``torch._dynamo.mark_dynamic(x, 0)  # before the call: 7 compiles -> 3 (measured, helps)``"""
-    b, a = row["before"], row["after"]
+    b, a = row.before, row.after
+    if b is None or a is None:
+        return f"`{row.code}`: not measured"
     extra = ""
-    if a["graph_breaks"] != b["graph_breaks"]:
-        extra = f", graph breaks {b['graph_breaks']} -> {a['graph_breaks']}"
-    problem = f"; {row['problem']}" if row.get("problem") else ""
-    return (f"`{row['code']}`: {b['compiles']} compiles -> {a['compiles']}{extra} "
-            f"(measured, {row['verdict']}){problem}")
+    if a.graph_breaks != b.graph_breaks:
+        extra = f", graph breaks {b.graph_breaks} -> {a.graph_breaks}"
+    problem = f"; {row.problem}" if row.problem else ""
+    return (f"`{row.code}`: {b.compiles} compiles -> {a.compiles}{extra} "
+            f"(measured, {row.verdict}){problem}")

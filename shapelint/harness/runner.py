@@ -9,6 +9,7 @@ neither memory nor the disk. :func:`stop_all` ends every worker still running (C
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -21,7 +22,8 @@ import time
 from collections import deque
 from typing import Any, Callable, Dict, List, Optional
 
-from shapelint.finding import Event, TargetResult, relpath
+from shapelint.finding import FALLBACK, GRAPH_BREAK, Event, Frame, ShapeRow, TargetResult, relpath
+from shapelint.schema import SchemaError, load
 from shapelint.harness.blame import mark_benign, varying_sources
 from shapelint.harness.coverage import merge
 from shapelint.harness.target import TargetSpec
@@ -93,7 +95,7 @@ class _Tail:
         return data.decode("utf-8", "replace")
 
 
-def run_target(spec: TargetSpec, on_shape: Optional[Callable[[Dict[str, Any]], None]] = None,
+def run_target(spec: TargetSpec, on_shape: Optional[Callable[[ShapeRow], None]] = None,
                python: Optional[str] = None) -> TargetResult:
     """Replay one target in a fresh interpreter; always returns a result."""
     workdir = tempfile.mkdtemp(prefix="shapelint-run-")
@@ -175,7 +177,10 @@ def _run_in(workdir: str, spec: TargetSpec, on_shape, python) -> TargetResult:
             error = fatal["error"]
     if error is None and not any(r.get("type") == "done" for r in records):
         error = "worker stopped before finishing"
-    result = assemble(spec, records, error)
+    try:
+        result = assemble(spec, records, error)
+    except (SchemaError, KeyError, TypeError, AttributeError) as exc:
+        result = assemble(spec, [], f"the worker wrote a record shapelint cannot read: {exc}")
     result.seconds = round(time.perf_counter() - started, 2)
     if error:
         result.output_tail = output[-2000:]
@@ -209,7 +214,10 @@ class _Reader:
                 continue
             self.records.append(rec)
             if on_shape is not None and rec.get("type") == "shape":
-                on_shape(rec["row"])
+                try:
+                    on_shape(load(ShapeRow, rec.get("row"), "row"))
+                except SchemaError:
+                    pass  # progress only: assemble() reports the record as the target's error
 
 
 def _last_line(text: str) -> str:
@@ -221,16 +229,16 @@ def _display(ev: Event) -> Event:
     """Paths shown relative to the working directory (absolute ones kept in ``abspath``)."""
     if ev.abspath:
         ev.path = relpath(ev.abspath)
-    for item in ev.guards + ev.also:
-        if item.get("abspath"):
-            item["path"] = relpath(item["abspath"])
+    for item in [*ev.guards, *ev.also]:
+        if item.abspath:
+            item.path = relpath(item.abspath)
     return ev
 
 
 def assemble(spec: TargetSpec, records: List[Dict[str, Any]], error: Optional[str] = None) -> TargetResult:
     meta = next((r for r in records if r.get("type") == "meta"), {})
     shapes = [r for r in records if r.get("type") == "shape"]
-    rows = [r["row"] for r in shapes]
+    rows = [load(ShapeRow, r["row"], "row") for r in shapes]
     done = next((r for r in records if r.get("type") == "done"), None)
     last = done or (shapes[-1] if shapes else {})
     events = [_display(Event.from_json(e)) for r in shapes for e in r.get("events", [])]
@@ -241,10 +249,12 @@ def assemble(spec: TargetSpec, records: List[Dict[str, Any]], error: Optional[st
         name=spec.name, model=spec.model, torch_version=meta.get("torch_version"),
         device=meta.get("device"), backend=backend, dynamic=spec.dynamic, mode=spec.mode,
         fullgraph=spec.fullgraph, trace_source=meta.get("trace_source"),
-        shapes=[{"batch": r["batch"], "seq_len": r["seq_len"]} for r in rows],
+        shapes=[r.shape for r in rows],
         shapes_planned=spec.shapes(), compiles=int(last.get("compiles") or 0), per_shape=rows,
-        frames=[dict(f, path=relpath(f["path"]) if f.get("path") else f.get("path"))
-                for f in last.get("frames", [])],
+        frames=[dataclasses.replace(f, path=relpath(f.path) if f.path else f.path)
+                for f in (load(Frame, f, "frame") for f in last.get("frames", []))],
+        sources=[f for r in records if r.get("type") == "sources"
+                 for f in r.get("files") or [] if isinstance(f, str)],
         events=events,
         executed={relpath(p): ls for p, ls in merge([r.get("executed") or {} for r in records]).items()},
         varying=sorted(varying), max_compiles=spec.max_compiles, error=error)
@@ -259,12 +269,12 @@ def verdict(spec: TargetSpec, result: TargetResult) -> List[str]:
         problems.append(result.error)
     if spec.max_compiles is not None and result.compiles > spec.max_compiles:
         problems.append(f"{result.compiles} compiles exceed max-compiles {spec.max_compiles}")
-    if spec.fullgraph and result.of_kind("graph-break"):
+    if spec.fullgraph and result.of_kind(GRAPH_BREAK):
         problems.append("graph break under fullgraph")
-    for ev in result.of_kind("fallback"):
+    for ev in result.of_kind(FALLBACK):
         where = f" ({ev.path}:{ev.line})" if ev.path and ev.line else ""
         problems.append(f"fell back to eager{where}: {ev.reason}")
-    shape_errors = [r for r in result.per_shape if r.get("error")]
+    shape_errors = [r for r in result.per_shape if r.error]
     if shape_errors:
         problems.append(f"{len(shape_errors)} shape(s) failed")
     return problems

@@ -86,7 +86,10 @@ def split_ref(ref: str) -> tuple:
 
 
 def source_file(ref: str, base_dir: str = ".") -> Optional[str]:
-    """The file a reference points into, without importing it (for the static join)."""
+    """The file a reference points into, found by looking in folders, never by importing:
+    the parent process runs no user code (a package's ``__init__`` could raise, or do worse).
+    A module only an import hook or a zip can give is found by the worker instead
+    (``TargetResult.sources``)."""
     mod, _ = split_ref(ref)
     if mod.endswith(".py"):
         path = mod if os.path.isabs(mod) else os.path.join(base_dir, mod)
@@ -96,11 +99,7 @@ def source_file(ref: str, base_dir: str = ".") -> Optional[str]:
         for cand in (base + ".py", os.path.join(base, "__init__.py")):
             if os.path.isfile(cand):
                 return os.path.abspath(cand)
-    try:
-        spec = importlib.util.find_spec(mod)
-    except (ImportError, ValueError):
-        return None
-    return spec.origin if spec and spec.origin and spec.origin.endswith(".py") else None
+    return None
 
 
 def load(ref: str, base_dir: str = ".") -> Callable[..., Any]:

@@ -165,16 +165,36 @@ def resolve_device(spec: TargetSpec) -> str:
     return device
 
 
-def load_model(spec: TargetSpec, device: str) -> Tuple[Any, Callable[..., Any]]:
-    """Import the factory and the inputs callable, build the model, move it to ``device``."""
+def load_model(spec: TargetSpec, device: str) -> Tuple[Any, Callable[..., Any], List[str]]:
+    """Import the factory and the inputs callable, build the model, move it to ``device``;
+    also the files the two came from (the parent resolves nothing by importing: user code runs
+    only in workers)."""
     import torch
 
     factory = load(spec.model, spec.base_dir)
     inputs_fn = load(spec.inputs, spec.base_dir)
     model = factory()
+    if model is None or not callable(model):
+        raise TargetError(f"the model factory `{spec.model}` returned "
+                          f"{'None' if model is None else type(model).__name__}: it must return "
+                          f"an nn.Module or a callable")
     if isinstance(model, torch.nn.Module):
         model = model.to(device)
-    return model, inputs_fn
+    return model, inputs_fn, _source_files(factory, inputs_fn)
+
+
+def _source_files(*objs: Any) -> List[str]:
+    import inspect
+
+    out: List[str] = []
+    for obj in objs:
+        try:
+            path = inspect.getsourcefile(inspect.unwrap(obj))
+        except Exception:  # noqa: BLE001 - a builtin, a C extension: no file to check
+            continue
+        if path and os.path.isfile(path) and path not in out:
+            out.append(os.path.abspath(path))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -604,11 +624,12 @@ def run(spec: TargetSpec, out: Out) -> int:
     if spec.seed is not None:  # default: torch's own start-up seed, as in a plain script
         torch.manual_seed(spec.seed)
     try:
-        model, inputs_fn = load_model(spec, device)
+        model, inputs_fn, sources = load_model(spec, device)
     except Exception as exc:  # noqa: BLE001 - a factory that raises is reported, not fatal
         out.write({"type": "fatal", "error": f"model factory failed: {_short_exc(exc)}",
                    "traceback": traceback.format_exc()[-2000:]})
         return 2
+    out.write({"type": "sources", "files": sources})
     apply_config_remedy(spec)
     compiled = torch.compile(model, **compile_options(spec))
     forward = model.forward if isinstance(model, torch.nn.Module) else model

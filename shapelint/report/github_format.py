@@ -42,7 +42,7 @@ def render(result: CheckResult, *, rules, targets, color=False, statistics=False
         title = f"shapelint {f.rule} ({f.name}){status}"
         body = f.message + (f"\nhelp: {f.hint}" if f.hint else "")
         for ev in f.evidence_events[:2]:
-            body += f"\nseen: {ev.get('summary', '')}"
+            body += f"\nseen: {ev.summary}"
         props = (f"file={escape_property(loc.path)},line={loc.line},col={loc.column},"
                  f"endLine={loc.end_line},endColumn={loc.end_column},title={escape_property(title)}")
         lines.append(f"::{level} {props}::{escape_data(body)}")

@@ -10,15 +10,13 @@ import html
 from collections import Counter
 from typing import List
 
-from shapelint.finding import CheckResult, shape_text
+from shapelint.finding import CheckResult, Status, shape_text
 from shapelint.report.escape import clean
 from shapelint.report.ranking import ranked
 
 LIMIT = 1024 * 1024
 BUDGET = LIMIT - 64 * 1024  # room for the closing lines
 FOLD_AFTER = 20
-STATUS = {"confirmed": "confirmed", "not-seen": "not seen", "not-reached": "not reached",
-          "unpredicted": "unpredicted", "predicted": "predicted"}
 
 
 def cell(text: str, limit: int = 300) -> str:
@@ -36,9 +34,9 @@ def render(result: CheckResult, *, rules, targets, color=False, statistics=False
     out: List[str] = ["### shapelint", ""]
     parts = [f"**{len(findings)}** finding{'s' if len(findings) != 1 else ''} in "
              f"{result.files_checked} file{'s' if result.files_checked != 1 else ''}"]
-    for s in ("confirmed", "unpredicted", "predicted", "not-seen", "not-reached"):
+    for s in Status:
         if by_status.get(s):
-            parts.append(f"{by_status[s]} {STATUS[s]}")
+            parts.append(f"{by_status[s]} {s.label}")
     if result.errors:
         parts.append(f"{len(result.errors)} file error(s)")
     out.append(", ".join(parts))
@@ -52,7 +50,7 @@ def render(result: CheckResult, *, rules, targets, color=False, statistics=False
                        f"{cell(t.verdict)} |")
         out.append("")
         for t in targets:
-            rows = [f"{cell(shape_text(r))}: {r['new_compiles']}" + (" (eager)" if r.get("eager") else "")
+            rows = [f"{cell(shape_text(r.shape))}: {r.new_compiles}" + (" (eager)" if r.eager else "")
                     for r in t.per_shape]
             if rows:
                 out += [f"<details><summary>{cell(t.name)}: new compiles per shape</summary>", "",
@@ -65,7 +63,7 @@ def render(result: CheckResult, *, rules, targets, color=False, statistics=False
                 out += ["", "</details>", ""]
     if findings:
         header = ["| status | rule | location | message |", "|---|---|---|---|"]
-        rows = [f"| {STATUS.get(f.status, f.status)} | {f.rule} {cell(f.name)} | "
+        rows = [f"| {f.status.label} | {cell(f.rule)} {cell(f.name)} | "
                 f"{cell(f.path)}:{f.line} | {cell(f.message)} |" for f in findings]
         out += header + rows[:FOLD_AFTER]
         rest = rows[FOLD_AFTER:]

@@ -8,19 +8,18 @@ in two files is kept once, from the first); file errors are deduplicated."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Tuple
+from typing import Dict, List, Tuple
 
-from shapelint.finding import (CONFIRMED, NOT_REACHED, NOT_SEEN, PREDICTED, UNPREDICTED,
-                               CheckResult, FileError, Finding, TargetResult)
-
-STRENGTH = {CONFIRMED: 4, UNPREDICTED: 3, NOT_SEEN: 2, NOT_REACHED: 1, PREDICTED: 0}
+from shapelint.finding import CheckResult, FileError, Finding, Report, TargetResult
+from shapelint.schema import load_file
 
 
-def read_report(doc: Dict[str, Any]) -> Tuple[CheckResult, List[TargetResult]]:
-    result = CheckResult(findings=[Finding.from_json(f) for f in doc["findings"]],
-                         errors=[FileError(**e) for e in doc.get("errors", [])],
-                         files_checked=int(doc.get("files_checked", 0)))
-    return result, [TargetResult.from_json(t) for t in doc.get("targets", [])]
+def read_report(path: str) -> Tuple[CheckResult, List[TargetResult]]:
+    """A saved ``--format json`` report, every field checked (shapelint.schema): a wrong type
+    is one line naming the field, never a crash or a field printed as it came."""
+    doc = load_file(Report, path, "shapelint JSON report")
+    result = CheckResult(findings=doc.findings, errors=doc.errors, files_checked=doc.files_checked)
+    return result, doc.targets
 
 
 def merge(parts: List[Tuple[CheckResult, List[TargetResult]]]) -> Tuple[CheckResult, List[TargetResult]]:
@@ -38,9 +37,9 @@ def merge(parts: List[Tuple[CheckResult, List[TargetResult]]]) -> Tuple[CheckRes
             if old is None:
                 findings[key] = f
                 continue
-            status = max((old.status, f.status), key=lambda s: STRENGTH.get(s, 0))
+            status = max((old.status, f.status), key=lambda s: s.strength)
             events = list(old.evidence_events)
-            if STRENGTH.get(f.status, 0) == STRENGTH.get(old.status, 0):
+            if f.status == old.status:
                 events += [e for e in f.evidence_events if e not in events]
             elif status == f.status:
                 events = list(f.evidence_events)

@@ -5,10 +5,9 @@ from __future__ import annotations
 import os
 from typing import Dict, List, Optional, Set
 
-from shapelint.finding import Finding
+from shapelint.finding import Finding, Severity
 
-STATUS_RANK = {"confirmed": 0, "unpredicted": 1, "predicted": 2, "not-seen": 3, "not-reached": 4}
-SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
+SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 
 
 def changed_lines_of_pull_request() -> Optional[Dict[str, Set[int]]]:
@@ -28,12 +27,12 @@ def changed_lines_of_pull_request() -> Optional[Dict[str, Set[int]]]:
 
 
 def ranked(findings: List[Finding], changed: Optional[Dict[str, Set[int]]] = None) -> List[Finding]:
-    """Confirmed before predicted, lines the pull request changed first, errors before
+    """By status (shapelint.finding.Status: confirmed first, predicted last), lines the pull request changed first, errors before
     warnings, then by place."""
     from shapelint.gitdiff import is_changed
 
     def key(f: Finding):
         touched = 0 if changed is None or is_changed(changed, f.path, f.line) else 1
-        return (STATUS_RANK.get(f.status, 2), touched, SEVERITY_RANK.get(f.severity, 1), f.sort_key())
+        return (-f.status.strength, touched, SEVERITY_RANK.get(f.severity, 1), f.sort_key())
 
     return sorted(findings, key=key)

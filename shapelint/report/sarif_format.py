@@ -17,6 +17,7 @@ from urllib.parse import quote
 from shapelint import __version__
 from shapelint.finding import CheckResult
 from shapelint.report.escape import clean, defuse_json
+from shapelint.schema import dump
 
 LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 INFO_URI = "https://github.com/shapelint/shapelint"
@@ -93,7 +94,7 @@ def document(result: CheckResult, rules: Dict[str, Any], targets: List[Dict[str,
                            **({"snippet": {"text": clean(f.source_line)}} if f.source_line else {})}}}],
             "partialFingerprints": {"shapelintLine/v1": digest[:32]},
             "properties": {"status": f.status, "symbol": clean(f.symbol), "evidence": list(f.evidence),
-                           "evidence_events": f.evidence_events},
+                           "evidence_events": [e.to_json() for e in f.evidence_events]},
         }
         if f.rule in codes:
             res["ruleIndex"] = codes.index(f.rule)
@@ -116,9 +117,10 @@ def document(result: CheckResult, rules: Dict[str, Any], targets: List[Dict[str,
                          "toolExecutionNotifications": notifications}],
     }
     if targets:
-        run["properties"] = {"targets": [dict({k: getattr(t, k) for k in (
+        run["properties"] = {"targets": [dict({k: dump(getattr(t, k)) for k in (
             "name", "torch_version", "device", "backend", "dynamic", "compiles", "per_shape", "error",
-            "problems", "remedies")}, failed=t.failed) for t in targets]}
+            "problems")}, remedies=[r.to_json() for r in t.remedies], failed=t.failed)
+            for t in targets]}
     return {"$schema": SCHEMA, "version": "2.1.0", "runs": [run]}
 
 

@@ -5,12 +5,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import List
 
-from shapelint.finding import CheckResult, shape_text
+from shapelint.finding import (COMPILE_ERROR, FALLBACK, GRAPH_BREAK, PREDICTED, RECOMPILE,
+                               SPECIALIZATION, CheckResult, Guard, shape_text)
 from shapelint.report.escape import clean, defuse_commands
-
-STATUS_MARK = {"confirmed": " [confirmed]", "not-seen": " [not seen]", "not-reached": " [not reached]",
-               "unpredicted": " [unpredicted]"}
-
 
 
 def _c(text: str, code: str, color: bool) -> str:
@@ -24,7 +21,7 @@ def render(result: CheckResult, *, rules, targets, color=False, statistics=False
     # only escape sequences printed are the colours added here
     for f in findings:
         loc = f"{clean(f.path)}:{f.line}:{f.column}:"
-        mark = STATUS_MARK.get(f.status, "")
+        mark = "" if f.status == PREDICTED else f" [{f.status.label}]"
         lines.append(f"{_c(loc, '1', color)} {_c(clean(f.rule), '31;1', color)} [{clean(f.name)}]{mark} "
                      f"{clean(f.message)}")
         if f.source_line:
@@ -32,7 +29,7 @@ def render(result: CheckResult, *, rules, targets, color=False, statistics=False
         if f.hint:
             lines.append(f"    = help: {clean(f.hint)}")
         for ev in f.evidence_events[:3]:
-            lines.append(f"    = seen: {clean(ev.get('summary', ev.get('kind', '')))}")
+            lines.append(f"    = seen: {clean(ev.summary or ev.kind)}")
     for e in result.errors:
         lines.append(f"{_c(f'{clean(e.path)}:{e.line}:{e.column}:', '1', color)} "
                      f"{_c('error', '31;1', color)} {clean(e.message)}")
@@ -66,8 +63,8 @@ def _header(t) -> str:
             f"dynamic {t.dynamic or '?'}, torch {t.torch_version}")
 
 
-def _where(item: dict) -> str:
-    return f"{item.get('path')}:{item.get('line')}"
+def _where(item: Guard) -> str:
+    return f"{item.path}:{item.line}"
 
 
 def _target_lines(t) -> List[str]:
@@ -77,23 +74,23 @@ def _target_lines(t) -> List[str]:
     if t.error:
         out.append(f"  error: {t.error}")
     for row in t.per_shape:
-        status = f"  error: {row['error']}" if row.get("error") else ""
-        eager = ("  ran uncompiled (eager" + (f": {row['eager_why']}" if row.get("eager_why") else "")
-                 + ")") if row.get("eager") and not row.get("error") else ""
-        graphs = f", CUDA graph recordings: {row['cudagraph_recordings']}" \
-            if row.get("cudagraph_recordings") is not None else ""
-        out.append(f"  {shape_text(row):<24} new compiles: {row['new_compiles']}{graphs}{eager}{status}")
-    for ev in t.of_kind("recompile"):
+        status = f"  error: {row.error}" if row.error else ""
+        eager = ("  ran uncompiled (eager" + (f": {row.eager_why}" if row.eager_why else "")
+                 + ")") if row.eager and not row.error else ""
+        graphs = f", CUDA graph recordings: {row.cudagraph_recordings}" \
+            if row.cudagraph_recordings is not None else ""
+        out.append(f"  {shape_text(row.shape):<24} new compiles: {row.new_compiles}{graphs}{eager}{status}")
+    for ev in t.of_kind(RECOMPILE):
         frame = f" in {ev.frame}" if ev.frame else ""
         fw = "  (framework guard: torch's own, not your line)" if ev.framework else ""
         out.append(f"  recompile at {shape_text(ev.shape)}{frame}: {ev.reason}{fw}")
-        placed = [g for g in ev.guards if g.get("path") and g.get("line")]
+        placed = [g for g in ev.guards if g.path and g.line]
         for g in placed:
             confirms = f"  [predicted by {', '.join(ev.confirms)}]" if ev.confirms else ""
-            why = f" ({g['guard']})" if g.get("guard") and g.get("guard") != ev.reason else ""
+            why = f" ({g.guard})" if g.guard and g.guard != ev.reason else ""
             out.append(f"      -> {_where(g)}{why}{confirms}")
-            if g.get("source"):
-                out.append(f"         | {g['source']}")
+            if g.source:
+                out.append(f"         | {g.source}")
         if not placed:
             out.append(f"      -> {ev.path}:{ev.line}" if ev.path and ev.line else
                        f"      -> no line: {ev.note or 'torch gave none'}")
@@ -101,7 +98,7 @@ def _target_lines(t) -> List[str]:
         if placed and unplaced:
             out.append(f"      (+{unplaced} cache entr{'y' if unplaced == 1 else 'ies'} failed on inputs "
                        f"compiled static: no line)")
-    specs = t.of_kind("specialization")
+    specs = t.of_kind(SPECIALIZATION)
     benign = [s for s in specs if s.benign]
     if benign:
         out.append(f"  {len(benign)} benign specialization(s) of sizes and values that never varied "
@@ -110,20 +107,19 @@ def _target_lines(t) -> List[str]:
         if s.benign:
             continue
         fw = "  (framework)" if s.framework else ""
-        out.append(f"  specialization at {shape_text(s.shape)}: {', '.join(s.sources)} = "
-                   f"{s.value or ''} ({s.detail}){fw}")
+        out.append(f"  specialization at {shape_text(s.shape)}: {s.reason}{fw}")
         out.append(f"      -> {s.path}:{s.line}" if s.path else f"      -> no line: {s.note}")
-    for g in t.of_kind("graph-break"):
+    for g in t.of_kind(GRAPH_BREAK):
         rid = f" ({g.registry_id})" if g.registry_id else ""
         confirms = f"  [predicted by {', '.join(g.confirms)}]" if g.confirms else ""
         out.append(f"  graph break at {shape_text(g.shape)}: {g.reason}{rid}")
         out.append(f"      -> {g.path}:{g.line}{confirms}" if g.path else f"      -> no line: {g.note}")
         if g.source:
             out.append(f"         | {g.source}")
-    for e in t.of_kind("compile-error"):
+    for e in t.of_kind(COMPILE_ERROR):
         out.append(f"  compile error at {shape_text(e.shape)}: {e.reason}")
         out.append(f"      -> {e.path}:{e.line}" if e.path else f"      -> no line: {e.note}")
-    for f in t.of_kind("fallback"):
+    for f in t.of_kind(FALLBACK):
         out.append(f"  FELL BACK TO EAGER at {shape_text(f.shape)}: {f.reason}")
         out.append(f"      -> {f.path}:{f.line}" if f.path else f"      -> no line: {f.note}")
     for r in t.remedies:

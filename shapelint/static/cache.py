@@ -130,7 +130,7 @@ class RunCache:
                 "context": {p: self.digest(p) for p in sorted(set(context))}}
         self._write(self._result_path(key), data)
         self.flush()
-        from shapelint.report import sweep_stale_tmp
+        from shapelint.output import sweep_stale_tmp
 
         sweep_stale_tmp(self.dir)  # what a run killed while writing left behind
 
@@ -146,7 +146,9 @@ class RunCache:
             if not os.path.exists(ignore):
                 with open(ignore, "w") as fh:
                     fh.write("*\n")
-            tmp = f"{path}.{os.getpid()}.tmp"
+            from shapelint.output import tmp_path
+
+            tmp = tmp_path(path)
             with open(tmp, "w", encoding="utf-8") as fh:
                 json.dump(data, fh)
             os.replace(tmp, path)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple, Ty
 from shapelint import api
 from shapelint.api import Rule
 from shapelint.config import Settings
-from shapelint.finding import CheckResult, FileError, Finding, Location, relpath
+from shapelint.finding import CheckResult, FileError, Finding, Location, Snippet, relpath
 from shapelint.static import files as files_mod
 from shapelint.static import parallel
 from shapelint.static.flow import Analyzer, FunctionContext
@@ -86,7 +86,8 @@ class Engine(api.ReportSink):
             rule=rule.code, name=rule.name, location=Location(fn.path, line, col, end_line, end_col),
             message=message, severity=rule.severity, symbol=fn.symbol, evidence=tuple(rule.evidence),
             hint=hint, registry_ids=tuple(rule.registry_ids),
-            source_line=fn.module.line_text(line).strip()), unless_nested, order))
+            source_line=fn.module.line_text(line).strip(),
+            snippet=fn.module.snippet(line)), unless_nested, order))
 
     def mark(self) -> int:
         """Where the journal of reports stands (see ``retract``)."""
@@ -376,7 +377,8 @@ class Engine(api.ReportSink):
                     location=Location(src.path, sup.line, sup.column),
                     message=f"unused suppression: {', '.join(idle)} reported nothing on this line",
                     severity=rule.severity, hint=rule.hint,
-                    source_line=lines[sup.line - 1].strip() if 0 < sup.line <= len(lines) else ""))
+                    source_line=lines[sup.line - 1].strip() if 0 < sup.line <= len(lines) else "",
+                    snippet=Snippet.around(lines, sup.line)))
         return out
 
 

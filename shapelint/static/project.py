@@ -16,6 +16,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple, Union
 
 import libcst as cst
 
+from shapelint.finding import Snippet
 from shapelint.static.files import SourceFile, module_name_for
 from shapelint.static.positions import FunctionPositions, source_lines
 
@@ -306,6 +307,10 @@ class ModuleInfo:
 
     def line_text(self, line: int) -> str:
         return self._lines[line - 1] if 0 < line <= len(self._lines) else ""
+
+    def snippet(self, line: int) -> Snippet:
+        """The lines around ``line``, saved with a finding for reports."""
+        return Snippet.around(self._lines, line)
 
     # -- summary --------------------------------------------------------------------------------
     def resolve(self, name: str) -> str:
