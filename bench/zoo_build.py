@@ -22,7 +22,9 @@ lists (``layer_types``) cut to the new layer count, special token ids that no lo
 vocabulary moved to 0-3, image sizes to 4 patches a side (at least 32 px); sub-configs
 (``text_config``, ``vision_config``) the same way. Nothing else changes: attention
 implementation, caches, dtypes are the library's defaults. timm models are the smallest of
-their family as published (no kwargs); diffusers classes are shrunk by the same table.
+their family, made with ``img_size=64`` where their class takes it (else as published);
+diffusers classes are shrunk by the same table; torchvision's are as published, with random
+weights (backbones included).
 
 **Inputs** come from the forward's signature and the config (``Recipe``): ``input_ids``
 (random ids 4..vocab-1) with ``attention_mask`` (ones), ``token_type_ids`` (zeros) and
@@ -457,21 +459,38 @@ def build_hf(model_type: str):
 
 
 # -- timm -----------------------------------------------------------------------------------------
+#: timm models are made at this side when their class takes ``img_size`` (ViTs and friends
+#: fixed to 224 would replay 196 tokens a picture)
+TIMM_SIDE = 64
+TIMM_CHOICES = os.path.join(DOWNLOADS, "zoo-timm-choices.json")  # derived; made again if lost
+
+
 def build_timm(module: str):
     install_torchvision_shim()
     import timm
 
-    try:  # the replay's plan names the variant the probe chose (choosing again takes a minute)
+    try:  # the replay's plan names the variant the probe chose
         with open(plan_path(f"timm_{module}"), encoding="utf-8") as fh:
             name = json.load(fh).get("variant") or timm_choice(module)
     except (OSError, ValueError):
         name = timm_choice(module)
-    return timm.create_model(name, pretrained=False)
+    try:
+        model = timm.create_model(name, pretrained=False, img_size=TIMM_SIDE)
+        model.zoo_side = TIMM_SIDE  # what timm_recipe takes as the model's own side
+        return model
+    except Exception:  # noqa: BLE001 - no img_size keyword, or not at this side: as published
+        return timm.create_model(name, pretrained=False)
 
 
-@functools.lru_cache(maxsize=None)
 def timm_choice(module: str) -> str:
     """The family's model with the fewest parameters (on the meta device), ties by name."""
+    try:
+        with open(TIMM_CHOICES, encoding="utf-8") as fh:
+            cached = json.load(fh)
+    except (OSError, ValueError):
+        cached = {}
+    if module in cached:
+        return cached[module]
     install_torchvision_shim()
     import timm
     import torch
@@ -488,6 +507,11 @@ def timm_choice(module: str) -> str:
             best = (n, name)
     if best is None:
         raise RuntimeError(f"no model of timm module {module} builds with default arguments")
+    cached[module] = best[1]
+    tmp = f"{TIMM_CHOICES}.{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(cached, fh, indent=0, sort_keys=True)
+    os.replace(tmp, TIMM_CHOICES)
     return best[1]
 
 
@@ -496,6 +520,7 @@ def timm_recipe(model: Any, key: str) -> Recipe:
     size = cfg.get("input_size") or (3, 224, 224)
     chans = size[0]
     native = int(size[-1])  # the published resolution: the probe's base (every model takes it)
+    native = getattr(model, "zoo_side", None) or native  # built at TIMM_SIDE
     return image_recipe(chans, side=native, sides=sorted({64, 48, 32, native}, reverse=True))
 
 
