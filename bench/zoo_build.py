@@ -474,11 +474,17 @@ def build_timm(module: str):
             name = json.load(fh).get("variant") or timm_choice(module)
     except (OSError, ValueError):
         name = timm_choice(module)
+    import torch
+
     try:
         model = timm.create_model(name, pretrained=False, img_size=TIMM_SIDE)
+        chans = (getattr(model, "pretrained_cfg", None) or {}).get("input_size", (3,))[0]
+        with torch.no_grad():  # made at that side, it must also run there
+            model.eval()(torch.zeros(1, chans, TIMM_SIDE, TIMM_SIDE))
         model.zoo_side = TIMM_SIDE  # what timm_recipe takes as the model's own side
         return model
     except Exception:  # noqa: BLE001 - no img_size keyword, or not at this side: as published
+        torch.manual_seed(0)
         return timm.create_model(name, pretrained=False)
 
 
