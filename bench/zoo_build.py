@@ -586,6 +586,8 @@ def diffusers_recipe(model: Any, key: str) -> Recipe:
                                     "projection_class_embeddings_input_dim")
                    if _is_int(cfg.get(k))), 16)
     first = next(iter(n for n in params if n != "self"), "sample")
+    required = [n for n, p in params.items() if n != "self" and p.default is inspect.Parameter.empty
+                and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     video = "3D" in key or "Video" in key or "video" in key
     side = 16
 
@@ -606,6 +608,23 @@ def diffusers_recipe(model: Any, key: str) -> Recipe:
             kw["pooled_projections"] = torch.randn(batch, pooled)
         if "class_labels" in named and "labels" in use:
             kw["class_labels"] = torch.randint(0, 10, (batch,))
+        for n in required:  # what else the forward requires, by its name
+            if n in kw or n == first:
+                continue
+            if "timestep" in n or n in ("t", "time", "sigma", "sigmas"):
+                kw[n] = torch.randint(0, 1000, (batch,)).float()
+            elif "pooled" in n:
+                kw[n] = torch.randn(batch, pooled)
+            elif "mask" in n:
+                kw[n] = torch.ones(batch, 7)
+            elif "label" in n or "class" in n:
+                kw[n] = torch.randint(0, 10, (batch,))
+            elif n.endswith("ids"):
+                kw[n] = torch.zeros(7, 3)
+            elif "cond" in n and "controlnet" not in n:
+                kw[n] = torch.randn(batch, chans, s, s)
+            elif "controlnet" not in n:
+                kw[n] = torch.randn(batch, 7, ctx)
         if "controlnet_cond" in named:  # the conditioning image: 2 ** (its blocks - 1) per latent
             up = 2 ** max(0, len(cfg.get("conditioning_embedding_out_channels") or (0, 0, 0, 0)) - 1)
             kw["controlnet_cond"] = torch.randn(batch, cfg.get("conditioning_channels") or 3,
