@@ -108,7 +108,8 @@ class M(torch.nn.Module):
     def on_subscript(self, site: Subscript) -> None:
         if varying_size(site.value) and not site.container.is_tensor and \
                 not site.container.is_shape and not site.container.is_tensor_seq and \
-                (site.container.is_state or site.container.elems is not None):
+                (site.container.is_state or site.container.elems is not None
+                 or site.container.has(Kind.CONTAINER)):
             self.report(site, f"`{site.short_code()}` indexes a Python container with the tensor size "
                               f"{site.fn.describe(site.value.origin)}; the key must be concrete")
 

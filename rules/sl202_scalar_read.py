@@ -1,4 +1,4 @@
-from shapelint.api import Call, Rule
+from shapelint.api import Call, Rule, scalar_read
 
 
 class ScalarRead(Rule):
@@ -58,19 +58,16 @@ class M(torch.nn.Module):
 ''']
 
     def on_call(self, site: Call) -> None:
-        recv = site.receiver
-        if site.method == "__contains__" and recv is not None and recv.is_tensor:
+        read = scalar_read(site)  # (the walker ends the frame at the same calls: api)
+        if read is None:
+            return
+        if read == "__contains__":
             self.report(site, f"`{site.short_code()}` tests membership in a tensor: "
                               f"Tensor.__contains__ reads the answer back into Python, so "
                               f"Dynamo breaks the graph")
-            return
-        if site.method in ("item", "tolist", "numpy") and recv is not None and recv.is_tensor:
+        elif read in ("item", "tolist", "numpy"):
             self.report(site, f"`{site.short_code()}` reads tensor data into Python; Dynamo breaks the "
                               f"graph (or, with capture_scalar_outputs, makes an unbacked symbol)")
-            return
-        callee = site.callee or ""
-        first = site.args[0] if site.args else None
-        if first is not None and first.is_tensor and (
-                callee in ("int", "float") or callee.startswith("math.")):
+        else:
             self.report(site, f"`{site.short_code()}` converts a tensor to a Python number; Dynamo "
                               f"breaks the graph to read it")

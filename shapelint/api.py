@@ -33,7 +33,7 @@ __all__ = [
     "Tag", "Value", "join_dims", "tracked", "Function", "Site", "Condition", "Call", "Iteration",
     "Format", "Subscript", "Slice", "StateWrite", "BinaryOp", "NameUse", "Rule", "ReportSink",
     "graph_break_reason", "breaks_graph", "breaks_once_dynamic", "module_build", "tensor_as_size",
-    "untraceable_reason", "is_python_io", "Effect", "size_function", "varying_size",
+    "untraceable_reason", "is_python_io", "scalar_read", "Effect", "size_function", "varying_size",
     "EVIDENCE_KINDS", "LOGGER_METHODS", "DISABLE_DECORATORS",
 ]
 
@@ -532,18 +532,33 @@ def dynamic_output_op(site: Call) -> Optional[str]:
     return None
 
 
-def graph_break_reason(site: Call) -> Optional[str]:
-    """Why a call breaks the graph, or None. Shared by the graph-break rules and SL303."""
-    callee = site.callee or ""
+def scalar_read(site: Call) -> Optional[str]:
+    """How a call reads tensor data into a Python value, or None: ``"item"``, ``"tolist"``,
+    ``"numpy"``, ``"__contains__"`` (``v in t``), or the function (``int``, ``float``,
+    ``math.sqrt``) given a tensor. Dynamo breaks the graph at each (SL202 reports them)."""
     if site.method in ("item", "tolist", "numpy", "__contains__") and site.receiver is not None \
             and site.receiver.is_tensor:
-        if site.method == "__contains__":
-            return "`in` on a tensor reads the result back into Python"
-        return f"`.{site.method}()` reads a tensor value into Python"
+        return site.method
+    callee = site.callee or ""
+    if site.args and site.args[0].is_tensor and (callee in ("int", "float")
+                                                 or callee.startswith("math.")):
+        return callee
+    return None
+
+
+def graph_break_reason(site: Call) -> Optional[str]:
+    """Why a call breaks the graph, or None. Shared by the walker (where frames end), the
+    graph-break rules and SL303."""
+    callee = site.callee or ""
+    read = scalar_read(site)
+    if read == "__contains__":
+        return "`in` on a tensor reads the result back into Python"
+    if read in ("item", "tolist", "numpy"):
+        return f"`.{read}()` reads a tensor value into Python"
+    if read or (callee == "bool" and site.args and site.args[0].is_tensor):
+        return f"`{callee}()` of a tensor reads its value into Python"
     if is_python_io(site):
         return f"`{callee if not callee.startswith('<logger>') else 'logger.' + str(site.method)}` runs Python I/O"
-    if callee in ("int", "float", "bool") and site.args and site.args[0].is_tensor:
-        return f"`{callee}()` of a tensor reads its value into Python"
     reason = untraceable_reason(site)
     if reason:
         return reason

@@ -61,12 +61,12 @@ def _predictions(paths: Iterable[str]) -> Dict[tuple, List[str]]:
     paths = sorted({os.path.abspath(p) for p in paths if p and os.path.isfile(p)})
     if not paths:
         return {}
-    from shapelint.config import Settings
+    from shapelint.config import Settings, enabled_codes
     from shapelint.registry import all_rules
     from shapelint.static.engine import Engine
 
     rules = all_rules()
-    enabled = [c for c, r in rules.items() if r.default_enabled]
+    enabled = enabled_codes(rules)  # the default rules, as `shapelint check` runs them
     root = os.path.commonpath([os.path.dirname(p) for p in paths])
     result = Engine(rules, enabled, Settings()).check(paths, root=root, use_cache=False)
     out: Dict[tuple, List[str]] = {}
@@ -148,18 +148,27 @@ class CompileWatch:
             trace_log.addHandler(h)
         self._recorder.end_shape()
 
+    def _watched(self) -> Any:
+        """The recorder of the ``with`` block; a clear error when there was none."""
+        if self._recorder is None:
+            raise RuntimeError("CompileWatch has watched nothing yet: use it as a context manager "
+                               "first (`with CompileWatch() as watch:` around the calls), then "
+                               "assert on `watch`")
+        return self._recorder
+
     def label(self, text: str) -> None:
         """Name the next calls in failure messages (e.g. ``watch.label("batch=8")``)."""
-        self._recorder.end_shape()
-        self._recorder.begin_shape({"label": text})
+        recorder = self._watched()
+        recorder.end_shape()
+        recorder.begin_shape({"label": text})
 
     @property
     def events(self) -> List[Event]:
-        return list(self._recorder.events)
+        return list(self._watched().events)
 
     @property
     def compiles(self) -> int:
-        return self._recorder.compiles
+        return self._watched().compiles
 
     @property
     def recompiles(self) -> List[Event]:

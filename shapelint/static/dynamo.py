@@ -282,6 +282,13 @@ MODULES_WITHOUT_PARAMETERS = frozenset({
 #: weights and data-dependent packing)
 GRAPH_BREAK_MODULES = frozenset({"LSTM", "GRU", "RNN"})
 
+#: what makes a compiled region: these decorate a function, or are called on a function or a
+#: module (``torch.compile(model)``); the cheap text look of the engine (project.py) and the
+#: regions (regions.py) both read this list
+COMPILE_FUNCTIONS = ("torch.compile", "torch.compiler.compile", "torch._dynamo.optimize")
+#: how each is spelt in text, for the look that picks the files worth parsing
+COMPILE_WORDS = ("compile", "_dynamo.optimize")
+
 #: under torch.compile these are constant: code under the other side is never traced
 COMPILING_TRUE = frozenset({"torch.compiler.is_compiling", "torch._dynamo.is_compiling",
                             "torch.compiler.is_dynamo_compiling", "torch._utils.is_compiling",

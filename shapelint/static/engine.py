@@ -16,6 +16,7 @@ from shapelint import api
 from shapelint.api import Rule
 from shapelint.config import Settings
 from shapelint.finding import CheckResult, FileError, Finding, Location, Snippet, relpath
+from shapelint.static import dynamo
 from shapelint.static import files as files_mod
 from shapelint.static import parallel
 from shapelint.static.flow import Analyzer, FunctionContext
@@ -416,7 +417,7 @@ def _holds_region(src: files_mod.SourceFile, trees: Dict[str, object]) -> bool:
         tree = parse_ast(src.text, src.path)
     except PARSE_FAILURES:
         return True
-    markers = ("compile", "custom_op", "register_fake", "impl_abstract", "disable")
+    markers = (*dynamo.COMPILE_WORDS, "custom_op", "register_fake", "impl_abstract", "disable")
     stack = list(tree.body)
     found = False
     while stack and not found:

@@ -23,6 +23,7 @@ import networkx as nx
 
 from shapelint import api
 from shapelint.static import callees, dynamo, results, shapes
+from shapelint.static.frames import Frames
 from shapelint.static.project import FunctionInfo, ModuleInfo, Project, dotted as _dotted
 from shapelint.static.regions import Regions
 from shapelint.static.types import ast_literal, ast_param_kinds, kinds_of_ast_annotation, literal
@@ -224,7 +225,7 @@ class Analyzer:
         try:
             walker = Walker(self, FunctionContext(fn, root), args, flag_guarded, own_frame)
             result = walker.run()
-            self._broke[key] = 0 if walker.broke_at is None else 2 if walker.hard_break else 1
+            self._broke[key] = walker.frames.broke
         except (TooDeep, RecursionError):
             # reported as a file error; the function's callers and the other entries go on
             error = (fn.tree.lineno, f"`{fn.symbol}` is too deeply nested to analyse")
@@ -314,9 +315,6 @@ class Walker:
     def __init__(self, analyzer: Analyzer, ctx: FunctionContext, args: Dict[str, Value],
                  flag_guarded: bool = False, own_frame: bool = False) -> None:
         self.a = analyzer
-        #: called from eagerly run code: a frame Dynamo compiles on its own, whose arguments
-        #: are its inputs even if it never breaks the graph
-        self.own_frame = own_frame
         #: how many enclosing tests of Python settings the walk is under (a caller's count 1)
         self.flag_guards = 1 if flag_guarded else 0
         self.flag_test = False  # set by condition()
@@ -339,33 +337,8 @@ class Walker:
         self.done = False
         #: how many loops (and comprehensions) enclose the statement walked
         self.loops = 0
-        #: the graph broke inside a loop: the rest of this frame runs eagerly
-        self.eager = False
-        #: where (in the journal of reports) the frame under way began, and where the frame
-        #: Dynamo skipped began (its sites' findings are taken back; None: none skipped)
-        self.frame_mark = 0
-        self.skipped_from: Optional[int] = None
-        #: where the graph first broke in this function (None: it did not)
-        self.broke_at: Optional[cst.CSTNode] = None
-        self.last_break: Optional[cst.CSTNode] = None
-        #: a break here happens whatever the sizes (not only once they are dynamic)
-        self.hard_break = False
-        #: the statement whose call broke the graph in a callee (what it binds crossed too)
-        self.returned_across: Optional[cst.CSTNode] = None
-        #: names holding Python numbers that crossed a graph break, until their first read
-        self.crossed: Dict[str, cst.CSTNode] = {}
-        #: per-instance attributes already read after the graph break
-        self.read_after_break: set = set()
-        #: per crossed size, the locals holding the tensors it was read from (see
-        #: ``carried_across``), and the names the function mentions, with their lines
-        self.carriers: Dict[str, Optional[List[set]]] = {}
-        self._names: Optional[List[Tuple[str, int]]] = None
-        #: parameters holding ints that differ between calls (sizes, data, a loop index over
-        #: modules), until their first read; and those first reads (see ``frame_inputs``)
-        self.params_unread: Dict[str, Value] = {
-            name: v for name, v in args.items() if _varies_between_calls(v)} \
-            if ctx.root != ctx.qualname else {}
-        self.param_reads: List[Tuple[cst.Name, Value, Optional[cst.CSTNode], bool]] = []
+        #: where the graph broke, and the ints each break hands to a resume frame
+        self.frames = Frames(self, args, own_frame)
 
     # -- helpers ----------------------------------------------------------------------------------
     def emit(self, hook: str, site: api.Site) -> None:
@@ -383,73 +356,7 @@ class Walker:
             self.graph_break(site.node, skips_loop=not api.breaks_once_dynamic(site))
 
     def graph_break(self, node: cst.CSTNode, skips_loop: bool = True) -> None:
-        """The graph ends here: what follows runs in a new frame, which takes this function's
-        Python numbers as inputs (those computed from sizes or data before it).
-        ``skips_loop``: inside a loop the break makes Dynamo skip the frame (False for a break
-        only dynamic sizes cause: the static first compile traces the frame whole)."""
-        first = self.broke_at is None
-        if first:
-            self.broke_at = node
-        self.last_break = node
-        # a break under a test of data may not run: the frame is traced whole when it does not
-        skips_loop = skips_loop and self.data_guards == 0
-        self.hard_break = self.hard_break or skips_loop
-        journal = self.a.journal
-        if self.loops and not self.eager and skips_loop:
-            # a graph break inside a loop: Dynamo skips the frame and runs it eagerly, so
-            # nothing after it in this function is traced (what it calls runs as frames of
-            # their own). Nor is what came before it in the same frame: the frame is this
-            # function when it is the entry, or the resume frame after its last break. (A
-            # callee with no break before the loop was first traced inline by its caller,
-            # whose guards from that attempt stay.)
-            self.eager = True
-            self.a.eager += 1
-            if self.ctx.root == self.ctx.qualname or not first:
-                self.skipped_from = self.frame_mark
-        elif journal is not None:
-            self.frame_mark = journal.mark()  # what follows runs in a resume frame
-        self.a.add_graph_inputs(self.env.values())  # its inputs: the live locals
-        if self.in_module_init():
-            return  # "Uninitialized nn.Module": no resume frame, the rest runs eagerly
-        if self.data_guards:
-            return  # it may not run (`if is_global_attn:` was False in every longformer call)
-        # each resume frame takes the live ints as new inputs and guards them again at its
-        # first read of each (longformer: seq_len after each of two breaks, lines 828/847)
-        for name, v in self.env.items():
-            if (v.is_size and v.varies) or (Tag.DATA in v.tags and not v.is_tensor):
-                if name not in self.crossed:
-                    self.crossed[name] = node
-                    self.carriers[name] = self.carrier_names(v) if v.is_size else None
-
-    def carrier_names(self, size: Value) -> Optional[List[set]]:
-        """For each tensor ``size`` was read from, the locals bound to it now (None if one is
-        not bound: it does not cross the break)."""
-        if not size.carriers:
-            return None
-        out = []
-        for tensor in size.carriers:
-            names = {n for n, v in self.env.items() if v is tensor}
-            if not names:
-                return None
-            out.append(names)
-        return out
-
-    def carried_across(self, name: str, brk: cst.CSTNode, read: cst.CSTNode) -> bool:
-        """Whether the resumed frame reads every tensor the int ``name`` was read from no later
-        than the int itself (after the break at ``brk``, first read at ``read``). That tensor
-        is then an input of the frame whose dim changes whenever the int does, and its guard
-        fails first: a recompile torch makes itself (automatic dynamic shapes), in which the int
-        turns dynamic as well, so the int costs nothing more (longformer 828 and 1352, cases
-        r13 and r23: never blamed). An int read first is named by torch (examples/decoder.py
-        line 44, longformer 538)."""
-        carriers = self.carriers.pop(name, None)
-        if not carriers:
-            return False
-        if self._names is None:
-            self._names = [(n.value, self.ctx.line(n)) for n in _names_in(self.ctx.info.node)]
-        start, end = self.ctx.line(brk), self.ctx.line(read)
-        seen = {n for n, ln in self._names if start < ln <= end}
-        return all(names & seen for names in carriers)
+        self.frames.graph_break(node, skips_loop)
 
     def in_module_init(self) -> bool:
         return self.ctx.info.name == "__init__" and self.cls is not None and \
@@ -470,38 +377,14 @@ class Walker:
 
     def run(self) -> Value:
         node = self.ctx.info.node
-        journal = self.a.journal
-        self.frame_mark = journal.mark() if journal is not None else 0
+        self.frames.begin()
         try:
             if node is not None:
                 self.block(node.body.body)  # IndentedBlock or one-line suite alike
-            self.frame_inputs()
+            self.frames.frame_inputs()
         finally:
-            if self.eager:
-                self.a.eager -= 1
-                if journal is not None and self.skipped_from is not None:
-                    journal.retract(self.skipped_from, self.mod.path, self.ctx.symbol)
+            self.frames.end()
         return self.returns
-
-    def frame_inputs(self) -> None:
-        """The graph broke in this function (not the entry), or eager code called it: it runs
-        as a frame of its own, its arguments are that frame's inputs, and each int among them that
-        differs between calls is guarded by value at its first read. A read that only hands the
-        int on to a callee counts when that callee breaks too (the call is where this frame
-        breaks, guarding it); one traced inline reads it, and guards it, inside."""
-        if (self.broke_at is None and not self.own_frame) or self.eager or self.a.eager \
-                or self.in_module_init():  # a module's __init__ that breaks runs eagerly
-            return
-        for name_node, v, stmt, passthrough in self.param_reads:
-            if passthrough:
-                continue  # reported by _guard_passed when its callee broke
-            saved, self.ctx.stmt = self.ctx.stmt, stmt
-            try:
-                self.emit("on_name_use", api.NameUse(
-                    name_node, v, self.ctx, name=name_node.value, after_break=True,
-                    break_line=self.ctx.line(self.broke_at), frame_input=True))
-            finally:
-                self.ctx.stmt = saved
 
     # -- statements -------------------------------------------------------------------------------
     def block(self, stmts: Sequence[cst.CSTNode]) -> None:
@@ -699,13 +582,7 @@ class Walker:
     def bind(self, target: cst.CSTNode, v: Value, value_node: Optional[cst.CSTNode] = None) -> None:
         if isinstance(target, cst.Name):
             self.env[target.value] = v
-            self.crossed.pop(target.value, None)  # a fresh value, traced in the new frame
-            self.carriers.pop(target.value, None)
-            if self.broke_at is not None and not v.is_tensor and v.kinds and not v.kinds - NUMBERS \
-                    and (Tag.DATA in v.tags or (self.returned_across is not None and
-                                                self.returned_across is self.ctx.stmt and
-                                                v.is_size and v.varies)):
-                self.crossed[target.value] = self.last_break  # type: ignore[assignment]
+            self.frames.bound(target.value, v)
         elif isinstance(target, (cst.Tuple, cst.List)):
             elems = [e for e in target.elements]
             for i, e in enumerate(elems):
@@ -811,6 +688,9 @@ class Walker:
             self.flag_test = self.data_test = False
             return v
         v = self.ev(expr)
+        if _truth_decided(v):
+            self.flag_test = self.data_test = False
+            return Value(kinds=_BOOL, origin=v.origin, zero_one=True)
         self.flag_test = _is_flag_test(v)
         self.data_test = not v.is_tensor and Tag.DATA in v.tags
         self.emit("on_condition", api.Condition(expr, v, self.ctx, context=context,
@@ -993,18 +873,13 @@ class Walker:
                 self.emit("on_name_use", api.NameUse(node, v, self.ctx, name=node.value,
                                                      passthrough=self._passthrough))
                 return v
+            if node.value in self.mod.containers:  # SCALES = {...} at module level
+                return Value(kinds=frozenset({Kind.CONTAINER}), origin=self.origin(node))
             return UNKNOWN
         if v.is_scalar_arg:
             self.emit("on_name_use", api.NameUse(node, v, self.ctx, name=node.value,
                                                  passthrough=self._passthrough))
-        if node.value in self.params_unread:
-            self.params_unread.pop(node.value)
-            self.param_reads.append((node, v, self.ctx.stmt, self._passthrough))
-            if self._passthrough and self._passed is not None:
-                self._passed.append((node, v, None))
-        where = self.crossed.pop(node.value, None)
-        if where is not None and self.carried_across(node.value, where, node):
-            where = None
+        where = self.frames.read(node, v)
         if where is not None:
             if self._passthrough and self._passed is not None:
                 self._passed.append((node, v, where))
@@ -1050,12 +925,11 @@ class Walker:
         # turned on by a method the user calls before compiling): as the model is configured
         flag = info.flag if info.flag is not None and attr not in self.cls.forward_writes else None  # type: ignore[union-attr]
         v = Value(kinds=kinds, tags=tags, origin=self.origin(node), detail=info.kind, const=flag)
-        if tags is _STATE_PER_INSTANCE and self.broke_at is not None and \
-                attr not in self.read_after_break:
-            self.read_after_break.add(attr)  # the resumed frame guards its value here
+        if tags is _STATE_PER_INSTANCE and self.frames.read_attribute(attr):
+            # the resumed frame guards its value here
             self.emit("on_name_use", api.NameUse(node, v, self.ctx, name=f"self.{attr}",
                                                  after_break=True,
-                                                 break_line=self.ctx.line(self.broke_at)))
+                                                 break_line=self.ctx.line(self.frames.broke_at)))
         return v
 
     def _slice(self, el: cst.SubscriptElement) -> Tuple[Value, bool]:
@@ -1568,11 +1442,9 @@ class Walker:
                     bound[name] = bound[name].with_(kinds=both)
         self.a.callee_broke = 0
         result = self.a.call(self.ctx, target, bound, self.flag_guards > 0)
-        if self.a.callee_broke:  # the graph broke inside: this frame resumes after the call,
-            # taking what the call returned as an input too
-            self.graph_break(self.ctx.stmt if self.ctx.stmt is not None else target.node,  # type: ignore[arg-type]
-                             skips_loop=self.a.callee_broke == 2)
-            self.returned_across = self.ctx.stmt
+        if self.a.callee_broke:  # the graph broke inside: this frame resumes after the call
+            self.frames.callee_broke(self.ctx.stmt if self.ctx.stmt is not None else target.node,  # type: ignore[arg-type]
+                                     hard=self.a.callee_broke == 2)
         if not result.kinds:  # the walk could not tell: the return annotation can
             returns = signature(target).returns
             if returns:
@@ -1629,6 +1501,8 @@ class Walker:
         if name in ("str", "repr", "format"):
             self.emit("on_format", api.Format(node.args[0].value if node.args else node, first,
                                               self.ctx))
+        elif name == "bool" and node.args and _truth_decided(first):
+            return Value(kinds=_BOOL, origin=first.origin, zero_one=True)
         elif name == "bool" and node.args:
             self.emit("on_condition", api.Condition(node.args[0].value, first, self.ctx,
                                                     context="bool"))
@@ -1692,28 +1566,10 @@ def _all_const() -> Dims:
     return Dims((CONST_DIM,) * 4, (CONST_DIM,) * 4, None)
 
 
-def _names_in(node: Optional[cst.CSTNode]) -> List[cst.Name]:
-    """The names a function's body mentions (reads and writes alike: an over-count of what is
-    live, which errs towards taking an int as carried, so towards not reporting it)."""
-    found: List[cst.Name] = []
-
-    class _Collect(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            found.append(n)
-
-    if node is not None:
-        node.visit(_Collect())
-    return found
-
-
-def _varies_between_calls(v: Value) -> bool:
-    """A Python int that can differ from one call of a function to the next within one
-    forward: a size of a varying dim, a number read from tensor data, a loop index over a
-    ModuleList's layers or a per-layer attribute (``layer_idx``)."""
-    if v.is_tensor or not v.kinds or v.kinds - NUMBERS:
-        return False
-    return (v.is_size and v.varies is True) or Tag.DATA in v.tags or \
-        (Tag.INSTANCE in v.tags and Kind.INT in v.kinds)
+def _truth_decided(v: Value) -> bool:
+    """The truth of a plain dynamic size (``if n:``, ``bool(n)``) is ``n != 0``, which its
+    range [2, inf] decides without a guard (the Dynamo table's ``bool(size)`` row)."""
+    return v.is_size and v.direct and not v.is_tensor and dynamo.size_compare_decided("NotEqual", 0)
 
 
 def _is_flag_test(v: Value) -> bool:

@@ -17,6 +17,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple, Union
 import libcst as cst
 
 from shapelint.finding import Snippet
+from shapelint.static import dynamo
 from shapelint.static.files import SourceFile, module_name_for
 from shapelint.static.positions import FunctionPositions, source_lines
 
@@ -27,9 +28,14 @@ from shapelint.static.positions import FunctionPositions, source_lines
 _REGION_WORDS = (
     ("def forward", re.compile(r"def forward\b")),
     ("compile", re.compile(r"compile(?:\(|[ \t]*$)", re.M)),
+    *((word, None) for word in dynamo.COMPILE_WORDS if word != "compile"),
     ("custom_op", None), ("register_fake", None), ("impl_abstract", None),
     ("compiler.disable", None), ("_dynamo.disable", None),
 )
+
+
+CONTAINER_DISPLAYS = (ast.Dict, ast.List, ast.Tuple, ast.Set, ast.DictComp, ast.ListComp,
+                      ast.SetComp)
 
 
 def may_hold_region(text: str) -> bool:
@@ -246,6 +252,8 @@ class ModuleInfo:
         self.loggers: Set[str] = set()
         self.globals_assigned: Set[str] = set()
         self.mutated_globals: Set[str] = set()
+        #: module-level names bound to a dict, list, tuple or set display or comprehension
+        self.containers: Set[str] = set()
         text = source.text
         self.compile_targets: Set[str] = set(m.group(1).split(".")[-1]
                                              for m in COMPILE_CALL.finditer(text)) \
@@ -380,6 +388,8 @@ class ModuleInfo:
                         if isinstance(stmt.value, ast.Call) and \
                                 (ast_dotted(stmt.value.func) or "").endswith(("getLogger", "get_logger")):
                             self.loggers.add(t.id)
+                        if isinstance(stmt.value, CONTAINER_DISPLAYS):
+                            self.containers.add(t.id)
         for fn in self.functions.values():
             fn.decorators = self._decorators(fn.tree)
             if any(d.endswith("custom_op") for d in fn.decorators):

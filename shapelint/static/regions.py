@@ -29,12 +29,12 @@ import libcst as cst
 import networkx as nx
 
 from shapelint.config import Settings
+from shapelint.static import dynamo
 from shapelint.static.project import ClassInfo, FunctionInfo, ModuleInfo, Project, ast_dotted
 from shapelint.static.types import param_kinds
 from shapelint.values import (NUMBERS, UNKNOWN, UNKNOWN_DIM, Dim, DimInfo, Dims, Kind, Origin, Tag,
                               Value)
 
-COMPILE_DECORATORS = ("torch.compile", "torch.compiler.compile", "torch._dynamo.optimize")
 MARKS = {"mark_dynamic": Dim.VARY, "maybe_mark_dynamic": Dim.VARY, "mark_unbacked": Dim.VARY,
          "mark_static": Dim.CONST}
 _MARK_WORD = re.compile(r"\b(?:maybe_)?mark_(?:dynamic|unbacked|static)\s*\(")
@@ -275,7 +275,7 @@ def _is_none(node: Optional[cst.BaseExpression]) -> bool:
 
 
 def _compiled(fn: FunctionInfo) -> bool:
-    return any(d in COMPILE_DECORATORS for d in fn.decorators)
+    return any(d in dynamo.COMPILE_FUNCTIONS for d in fn.decorators)
 
 
 def _read_marks(text: str, into: Dict[str, Dict[int, Dim]]) -> None:

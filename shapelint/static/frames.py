@@ -1,0 +1,238 @@
+"""The frames Dynamo makes of one function, as the walk meets its graph breaks.
+
+A graph break ends the graph; what follows runs in a *resume frame* that takes the function's
+live Python numbers as new inputs and guards each again at its first read. A break inside a
+loop cannot resume: Dynamo skips the frame (the entry, or the resume frame after an earlier
+break) and runs it eagerly, so the findings of that whole frame but the break are taken back,
+and what it calls is compiled as frames of their own. A function that breaks is a frame of its
+own when called, its int arguments that differ between calls that frame's inputs.
+
+:class:`Frames` keeps this bookkeeping for one :class:`~shapelint.static.flow.Walker`: the walker
+tells it where the graph broke, what it binds and reads; it tells the walker (and the rules,
+through ``NameUse`` sites) which reads are a frame's first read of an input.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
+
+import libcst as cst
+
+from shapelint import api
+from shapelint.values import NUMBERS, Kind, Tag, Value
+
+if TYPE_CHECKING:  # pragma: no cover
+    from shapelint.static.flow import Walker
+
+
+class Frames:
+    """Where one function's graph broke, and the ints that crossed each break."""
+
+    def __init__(self, walker: "Walker", args: Dict[str, Value], own_frame: bool) -> None:
+        self.w = walker
+        #: called from eagerly run code: a frame Dynamo compiles on its own, whose arguments
+        #: are its inputs even if it never breaks the graph
+        self.own_frame = own_frame
+        #: the graph broke inside a loop: the rest of this frame runs eagerly
+        self.eager = False
+        #: where (in the journal of reports) the frame under way began, and where the frame
+        #: Dynamo skipped began (its sites' findings are taken back; None: none skipped)
+        self.frame_mark = 0
+        self.skipped_from: Optional[int] = None
+        #: where the graph first broke in this function (None: it did not), and last
+        self.broke_at: Optional[cst.CSTNode] = None
+        self.last_break: Optional[cst.CSTNode] = None
+        #: a break here happens whatever the sizes (not only once they are dynamic)
+        self.hard_break = False
+        #: the statement whose call broke the graph in a callee (what it binds crossed too)
+        self.returned_across: Optional[cst.CSTNode] = None
+        #: names holding Python numbers that crossed a graph break, until their first read
+        self.crossed: Dict[str, cst.CSTNode] = {}
+        #: per-instance attributes already read after the graph break
+        self.read_after_break: Set[str] = set()
+        #: per crossed size, the locals holding the tensors it was read from (see
+        #: ``carried_across``), and the names the function mentions, with their lines
+        self.carriers: Dict[str, Optional[List[set]]] = {}
+        self._names: Optional[List[Tuple[str, int]]] = None
+        #: parameters holding ints that differ between calls (sizes, data, a loop index over
+        #: modules), until their first read; and those first reads (see ``frame_inputs``)
+        ctx = walker.ctx
+        self.params_unread: Dict[str, Value] = {
+            name: v for name, v in args.items() if varies_between_calls(v)} \
+            if ctx.root != ctx.qualname else {}
+        self.param_reads: List[Tuple[cst.Name, Value, Optional[cst.CSTNode], bool]] = []
+
+    # -- the walk begins and ends -------------------------------------------------------------
+    def begin(self) -> None:
+        journal = self.w.a.journal
+        self.frame_mark = journal.mark() if journal is not None else 0
+
+    def end(self) -> None:
+        """Take back the findings of a frame Dynamo skipped."""
+        if self.eager:
+            self.w.a.eager -= 1
+            journal = self.w.a.journal
+            if journal is not None and self.skipped_from is not None:
+                journal.retract(self.skipped_from, self.w.mod.path, self.w.ctx.symbol)
+
+    @property
+    def broke(self) -> int:
+        """What a caller learns: 0 no break, 1 a break only dynamic sizes cause, 2 a break."""
+        return 0 if self.broke_at is None else 2 if self.hard_break else 1
+
+    # -- breaks -----------------------------------------------------------------------------------
+    def graph_break(self, node: cst.CSTNode, skips_loop: bool = True) -> None:
+        """The graph ends here: what follows runs in a new frame, which takes this function's
+        Python numbers as inputs (those computed from sizes or data before it).
+        ``skips_loop``: inside a loop the break makes Dynamo skip the frame (False for a break
+        only dynamic sizes cause: the static first compile traces the frame whole)."""
+        w = self.w
+        first = self.broke_at is None
+        if first:
+            self.broke_at = node
+        self.last_break = node
+        # a break under a test of data may not run: the frame is traced whole when it does not
+        skips_loop = skips_loop and w.data_guards == 0
+        self.hard_break = self.hard_break or skips_loop
+        journal = w.a.journal
+        if w.loops and not self.eager and skips_loop:
+            # a graph break inside a loop: Dynamo skips the frame and runs it eagerly, so
+            # nothing after it in this function is traced (what it calls runs as frames of
+            # their own). Nor is what came before it in the same frame: the frame is this
+            # function when it is the entry, or the resume frame after its last break. (A
+            # callee with no break before the loop was first traced inline by its caller,
+            # whose guards from that attempt stay.)
+            self.eager = True
+            w.a.eager += 1
+            if w.ctx.root == w.ctx.qualname or not first:
+                self.skipped_from = self.frame_mark
+        elif journal is not None:
+            self.frame_mark = journal.mark()  # what follows runs in a resume frame
+        w.a.add_graph_inputs(w.env.values())  # its inputs: the live locals
+        if w.in_module_init():
+            return  # "Uninitialized nn.Module": no resume frame, the rest runs eagerly
+        if w.data_guards:
+            return  # it may not run (`if is_global_attn:` was False in every longformer call)
+        # each resume frame takes the live ints as new inputs and guards them again at its
+        # first read of each (longformer: seq_len after each of two breaks, lines 828/847)
+        for name, v in w.env.items():
+            if (v.is_size and v.varies) or (Tag.DATA in v.tags and not v.is_tensor):
+                if name not in self.crossed:
+                    self.crossed[name] = node
+                    self.carriers[name] = self.carrier_names(v) if v.is_size else None
+
+    def callee_broke(self, stmt: cst.CSTNode, hard: bool) -> None:
+        """The graph broke inside a callee: this frame resumes after the call, taking what
+        the call returned as an input too."""
+        self.graph_break(stmt, skips_loop=hard)
+        self.returned_across = self.w.ctx.stmt
+
+    def carrier_names(self, size: Value) -> Optional[List[set]]:
+        """For each tensor ``size`` was read from, the locals bound to it now (None if one is
+        not bound: it does not cross the break)."""
+        if not size.carriers:
+            return None
+        out = []
+        for tensor in size.carriers:
+            names = {n for n, v in self.w.env.items() if v is tensor}
+            if not names:
+                return None
+            out.append(names)
+        return out
+
+    def carried_across(self, name: str, brk: cst.CSTNode, read: cst.CSTNode) -> bool:
+        """Whether the resumed frame reads every tensor the int ``name`` was read from no later
+        than the int itself (after the break at ``brk``, first read at ``read``). That tensor
+        is then an input of the frame whose dim changes whenever the int does, and its guard
+        fails first: a recompile torch makes itself (automatic dynamic shapes), in which the int
+        turns dynamic as well, so the int costs nothing more (longformer 828 and 1352, cases
+        r13 and r23: never blamed). An int read first is named by torch (examples/decoder.py
+        line 44, longformer 538)."""
+        carriers = self.carriers.pop(name, None)
+        if not carriers:
+            return False
+        ctx = self.w.ctx
+        if self._names is None:
+            self._names = [(n.value, ctx.line(n)) for n in _names_in(ctx.info.node)]
+        start, end = ctx.line(brk), ctx.line(read)
+        seen = {n for n, ln in self._names if start < ln <= end}
+        return all(names & seen for names in carriers)
+
+    # -- names bound and read -----------------------------------------------------------------
+    def bound(self, name: str, v: Value) -> None:
+        """``name`` holds a fresh value: traced in the new frame, unless it is a Python number
+        computed from data after a break, or returned by a call that broke."""
+        self.crossed.pop(name, None)
+        self.carriers.pop(name, None)
+        if self.broke_at is not None and not v.is_tensor and v.kinds and not v.kinds - NUMBERS \
+                and (Tag.DATA in v.tags or (self.returned_across is not None and
+                                            self.returned_across is self.w.ctx.stmt and
+                                            v.is_size and v.varies)):
+            self.crossed[name] = self.last_break  # type: ignore[assignment]
+
+    def read(self, node: cst.Name, v: Value) -> Optional[cst.CSTNode]:
+        """A read of a name: where the break it crossed is when this is a frame's first read
+        of that input (None otherwise)."""
+        w = self.w
+        if node.value in self.params_unread:
+            self.params_unread.pop(node.value)
+            self.param_reads.append((node, v, w.ctx.stmt, w._passthrough))
+            if w._passthrough and w._passed is not None:
+                w._passed.append((node, v, None))
+        where = self.crossed.pop(node.value, None)
+        if where is not None and self.carried_across(node.value, where, node):
+            return None
+        return where
+
+    def read_attribute(self, attr: str) -> bool:
+        """A per-instance attribute read: True at its first read after a break (the resumed
+        frame guards its value there)."""
+        if self.broke_at is None or attr in self.read_after_break:
+            return False
+        self.read_after_break.add(attr)
+        return True
+
+    def frame_inputs(self) -> None:
+        """The graph broke in this function (not the entry), or eager code called it: it runs
+        as a frame of its own, its arguments are that frame's inputs, and each int among them
+        that differs between calls is guarded by value at its first read. A read that only
+        hands the int on to a callee counts when that callee breaks too (the call is where
+        this frame breaks, guarding it); one traced inline reads it, and guards it, inside."""
+        w = self.w
+        if (self.broke_at is None and not self.own_frame) or self.eager or w.a.eager \
+                or w.in_module_init():  # a module's __init__ that breaks runs eagerly
+            return
+        for name_node, v, stmt, passthrough in self.param_reads:
+            if passthrough:
+                continue  # reported by _guard_passed when its callee broke
+            saved, w.ctx.stmt = w.ctx.stmt, stmt
+            try:
+                w.emit("on_name_use", api.NameUse(
+                    name_node, v, w.ctx, name=name_node.value, after_break=True,
+                    break_line=w.ctx.line(self.broke_at), frame_input=True))
+            finally:
+                w.ctx.stmt = saved
+
+
+def varies_between_calls(v: Value) -> bool:
+    """A Python int that can differ from one call of a function to the next within one
+    forward: a size of a varying dim, a number read from tensor data, a loop index over a
+    ModuleList's layers or a per-layer attribute (``layer_idx``)."""
+    if v.is_tensor or not v.kinds or v.kinds - NUMBERS:
+        return False
+    return (v.is_size and v.varies is True) or Tag.DATA in v.tags or \
+        (Tag.INSTANCE in v.tags and Kind.INT in v.kinds)
+
+
+def _names_in(node: Optional[cst.CSTNode]) -> List[cst.Name]:
+    """The names a function's body mentions (reads and writes alike: an over-count of what is
+    live, which errs towards taking an int as carried, so towards not reporting it)."""
+    found: List[cst.Name] = []
+
+    class _Collect(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            found.append(n)
+
+    if node is not None:
+        node.visit(_Collect())
+    return found
