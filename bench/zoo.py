@@ -1099,19 +1099,40 @@ def score(split: str, as_json: bool, verbose: bool, only_rule: Optional[str],
 
 
 def table(static_ref: Optional[str]) -> int:
-    """tune, held-out and all side by side (one static pass per split)."""
+    """tune, held-out and all side by side (one static pass), as the README shows them."""
+    splits = ("tune", "held-out", "all")
     cols = {s: score_data(s, static_ref) for s in ("all", "tune", "held-out")}
-    rows = [("models replayed", "models"), ("failed", "failed"), ("findings", "findings"),
-            ("judged", "judged"), ("judged_share", "judged_share"), ("true", "true"),
-            ("false", "false"), ("precision", "precision"), ("blamed lines", "blamed_lines"),
-            ("recall (grouped)", "recall"), ("direct recall", "direct_recall")]
-    print("| | tune | held-out | all |\n|---|---|---|---|")
+
+    def cell(d: Dict[str, Any], key: str) -> str:
+        v = d[key]
+        if key == "judged":
+            return f"{v} ({d['judged_share']})"
+        if key == "precision":
+            return f"{v} ({d['true']} of {d['judged']})" if v is not None else "n/a"
+        if key in ("recall", "direct_recall"):
+            covered = "grouped" if key == "recall" else "direct"
+            got = sum(k[covered] for k in d["recall_by_kind"].values())
+            return f"{v} ({got} of {d['blamed_lines']})" if v is not None else "n/a"
+        if key == "unjudged":
+            return str(sum(v.values()))
+        return str(len(v) if isinstance(v, list) else v)
+
+    rows = [("models replayed", "models"), ("models that failed (`_failed.md`)", "failed"),
+            ("default-rule findings in the checked files", "findings"),
+            ("judged: on a statement a replay ran (judged_share)", "judged"),
+            ("unjudged (statements no replay ran; `score -v` lists them)", "unjudged"),
+            ("precision", "precision"), ("recall, grouped", "recall"),
+            ("recall, direct", "direct_recall")]
+    print("  | default rules, default settings | tune | held-out | all |")
+    print("  |---|---|---|---|")
     for label, key in rows:
-        vals = [cols[s][key] for s in ("tune", "held-out", "all")]
-        vals = [len(v) if isinstance(v, list) else v for v in vals]
-        print(f"| {label} | " + " | ".join(str(v) for v in vals) + " |")
-    for s in ("tune", "held-out", "all"):
-        print(f"{s}: unjudged " + ", ".join(f"{v} {k}" for k, v in cols[s]["unjudged"].items()))
+        print(f"  | {label} | " + " | ".join(cell(cols[s], key) for s in splits) + " |")
+    a = cols["all"]
+    print(f"\n  Not in the recall pool (all): " + ", ".join(f"{v} {k}" for k, v in a["excluded"].items())
+          + ". Per rule (all): " + ", ".join(
+              f"{c} {r['true']}/{r['true'] + r['false']}" for c, r in a["rules"].items()
+              if r["true"] + r["false"]) + f". Static pass {a['check_seconds']} s over "
+          f"{a['files_checked']} files.")
     return 0
 
 
