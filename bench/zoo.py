@@ -7,6 +7,7 @@
                                [--retry-failed] [--harness-ref REF] [--timeout 240]
     python bench/zoo.py probe [--lib L]       # build + eager probe only (fast; no compile)
     python bench/zoo.py status                # records per library: ok, failed, stale, missing
+    python bench/zoo.py failed                # the models that failed, grouped (Markdown)
 
 **The models** are built by ``bench/zoo_build.py`` from the pinned libraries (transformers
 5.23.0, diffusers 0.42.1, timm 1.0.31; torchvision where it imports), mechanically: every
@@ -1140,7 +1141,7 @@ def error_class(error: str) -> str:
     """A failure's class: its stage and exception type ('build: ValueError', 'replay (auto):
     timed out', ...)."""
     m = re.match(r"^(build|forward|probe|replay \(\w+\)): (?:RuntimeError: no input set runs: "
-                 r"(?:[\w+]+: )?)?(\w+(?:Error|Exception|Warning)?|timed out)", error or "")
+                 r"(?:[\w+]+: )?)?(timed out|\w+(?:Error|Exception|Warning)?)", error or "")
     if not m:
         return (error or "?").split(":")[0][:40]
     stage = {"forward": "no input set an eager forward accepts"}.get(m.group(1), m.group(1))

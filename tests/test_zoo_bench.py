@@ -155,3 +155,15 @@ def test_score_judges_findings_and_refuses_other_versions(fake_zoo):
 def test_split_filters_records(fake_zoo, monkeypatch):
     monkeypatch.setattr(zoo, "split_of", lambda name, forced=None: "held-out")
     assert zoo.score_data("tune", None)["models"] == 0
+
+
+def test_failures_are_grouped_by_stage_and_exception():
+    assert zoo.error_class("build: ValueError: bad") == "build: ValueError"
+    assert zoo.error_class("forward: RuntimeError: no input set runs: text: TypeError: x") == \
+        "no input set an eager forward accepts: TypeError"
+    assert zoo.error_class("replay (auto): timed out after 240 s") == "replay (auto): timed out"
+
+
+def test_interleave_takes_each_library_in_turn():
+    names = ["hf_a", "hf_b", "hf_c", "timm_x", "tv_y", "timm_z"]
+    assert zoo.interleave(names) == ["hf_a", "timm_x", "tv_y", "hf_b", "timm_z", "hf_c"]
