@@ -37,8 +37,9 @@ a fixed order; the first set an eager forward accepts wins (a vision-language mo
 rejects an image without image tokens runs its text path).
 
 **Sizes and order** (``plan``): each kind has candidate sizes (text 64, 33, 16, 9, 5 tokens;
-sides 2x, 1.5x and 1x the config's image size; 3200, 1600, 800 audio samples; ...). The probe
-keeps the sizes an eager forward at batch 2 accepts (the other kinds at their base size),
+sides 2x, 1.5x and 1x the config's image size; timm 64, 48, 32 px; 3200, 1600, 800 audio
+samples; ...). The probe keeps the sizes an eager forward at batch 2 accepts (the other kinds
+at their base size; the base alone when none runs),
 then zips the kinds' kept sizes into *levels*, largest first. The replay calls the levels in
 that order, largest first, and within a level the batch sizes 1, 2, 3, 4, 8, 16: no first
 call takes a path that a shorter input switches off for good (BigBird's block-sparse
@@ -527,7 +528,8 @@ def timm_recipe(model: Any, key: str) -> Recipe:
     chans = size[0]
     native = int(size[-1])  # the published resolution: the probe's base (every model takes it)
     native = getattr(model, "zoo_side", None) or native  # built at TIMM_SIDE
-    return image_recipe(chans, side=native, sides=sorted({64, 48, 32, native}, reverse=True))
+    # the small sides; the published one (the probe's base) only when none of them runs
+    return image_recipe(chans, side=native, sides=[64, 48, 32])
 
 
 # -- diffusers ------------------------------------------------------------------------------------
