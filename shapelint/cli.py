@@ -14,7 +14,7 @@ from typing import List, Optional, Sequence
 
 from shapelint import __version__
 from shapelint.config import (ConfigError, Settings, check_codes, check_setting_codes,
-                              enabled_codes, load_settings)
+                              enabled_codes, load_settings, normalize_exclude)
 from shapelint.finding import CheckResult, TargetResult
 from shapelint.output import OutputError, check_writable, is_stdout, write_atomic
 from shapelint.report import FORMATS, render
@@ -199,7 +199,8 @@ def resolve_settings(args: argparse.Namespace, paths: Sequence[str]):
             raise ConfigError(f"--per-file-ignores expects GLOB:CODES, got `{spec}`")
         check_codes(_codes(codes), known, "--per-file-ignores")
         settings.per_file_ignores[glob] = tuple(_codes(codes))
-    settings.exclude = tuple(settings.exclude) + tuple(args.exclude)
+    settings.exclude = tuple(settings.exclude) + tuple(
+        normalize_exclude(p, "command line: `--exclude`") for p in args.exclude)
     if getattr(args, "preview", None):
         settings.preview = True
     enabled = enabled_codes(rules, cli_select or list(settings.select),
@@ -233,7 +234,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     settings, rules, enabled = resolve_settings(args, paths)
     result = run_static(paths, settings, rules, enabled, use_cache=not args.no_cache,
                         jobs=args.jobs)
-    result = apply_filters(args, result)
+    result = apply_filters(args, result, settings)
     if args.write_baseline:
         # the findings were accepted, not reported: say where they went. Files that could not
         # be analysed are in no baseline: they are shown, and fail the command
@@ -254,18 +255,19 @@ def cmd_check(args: argparse.Namespace) -> int:
     return status
 
 
-def apply_filters(args: argparse.Namespace, result: CheckResult) -> CheckResult:
+def apply_filters(args: argparse.Namespace, result: CheckResult,
+                  settings: Optional[Settings] = None) -> CheckResult:
     """--diff and --baseline narrow what is reported; --write-baseline records it (every
     finding, SL001 included: a baseline accepts everything it records)."""
     from shapelint import baseline as bl
 
     if getattr(args, "write_baseline", None):
         findings = result.all_findings()
-        bl.write(args.write_baseline, findings, force=args.force)
+        bl.write(args.write_baseline, findings, force=args.force, settings=settings)
         _say(f"shapelint: wrote {len(findings)} finding{'s' if len(findings) != 1 else ''} "
              f"to the baseline {args.write_baseline}")
     if getattr(args, "baseline", None):
-        result = bl.apply(args.baseline, result)
+        result = bl.apply(args.baseline, result, settings)
     if getattr(args, "diff", None):
         from shapelint import gitdiff
 
@@ -306,7 +308,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             docs.append(read_report(path))
         except (OSError, ValueError) as exc:  # a SchemaError names the field
             raise ConfigError(str(exc)) from exc
-    result, targets = merge(docs)
+    result, targets = merge(docs, labels=args.json_files)
     return emit(args, Settings(), result, rules, targets=targets, fail_on_findings=not targets)
 
 
@@ -334,7 +336,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     result.findings = join(result.findings, results, harness.exercised_files(results), rules,
                            unpredicted=not args.no_static and interrupted is None)
     annotate_targets(results, result.findings)
-    result = apply_filters(args, result)
+    result = apply_filters(args, result, settings)
     status = emit(args, settings, result, rules, targets=results, fail_on_findings=False)
     if interrupted is not None:
         _say(f"shapelint: interrupted: {len(results)} of {interrupted.total} target(s) finished "

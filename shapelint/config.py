@@ -8,10 +8,13 @@ the key and the closest valid name: a typo must never silently disable a check.
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from shapelint.finding import DynamicMode
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -210,6 +213,9 @@ def validate(data: Dict[str, Any], path: str, known_codes: Optional[Sequence[str
             value = validate_dynamic_dims(value, path)
         elif key == "targets":
             value = [validate_target(t, path, i) for i, t in enumerate(value)]
+            check_target_names(value, path)
+        elif key in ("exclude", "extend-exclude"):
+            value = tuple(normalize_exclude(p, f"{path}: `{key}`") for p in value)
         elif key in ("max-function-kib", "max-walk-seconds") and value <= 0:
             raise ConfigError(f"{path}: `{key}` must be positive, got {value}")
         elif key == "output-format":
@@ -264,13 +270,76 @@ def validate_dynamic_dims(value: Dict[str, Any], path: str) -> Dict[str, Tuple[i
     return out
 
 
+def normalize_exclude(pattern: str, label: str) -> str:
+    """An exclude glob as the walk matches it: ``./sub`` and ``sub/`` are ``sub``. An empty
+    pattern is an error: anchored at the config's folder it would exclude every file."""
+    norm = pattern.strip()
+    while norm.startswith("./"):
+        norm = norm[2:].lstrip("/")
+    norm = norm.rstrip("/") if norm not in ("/",) else norm
+    if not norm or norm == ".":
+        raise ConfigError(f"{label}: an empty exclude pattern (`{pattern}`) would exclude every "
+                          f"file; name the folders or globs to skip")
+    return norm
+
+
+#: the harness's settings, each with the check its value must pass and what it must be
+DYNAMIC_MODES = tuple(m.value for m in DynamicMode)
+_MAX_INT = 2 ** 63 - 1
+
+
+def _int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _ref(v: Any) -> bool:
+    mod, _, attr = v.rpartition(":") if isinstance(v, str) else ("", "", "")
+    return bool(mod.strip()) and bool(attr.strip())
+
+
+def _sizes(v: Any) -> bool:
+    return isinstance(v, list) and bool(v) and all(_int(x) and 1 <= x <= 2 ** 31 for x in v)
+
+
+TARGET_RANGES: Dict[str, Tuple[Any, str]] = {
+    "name": (lambda v: isinstance(v, str) and bool(v.strip()), "a non-empty string"),
+    "model": (lambda v: _ref(v), "`pkg.module:factory` or `path/file.py:factory`"),
+    "inputs": (lambda v: _ref(v), "`pkg.module:inputs` or `path/file.py:inputs`"),
+    "batch-sizes": (_sizes, "a non-empty list of positive integers"),
+    "seq-lens": (_sizes, "a non-empty list of positive integers"),
+    "dynamic": (lambda v: isinstance(v, bool) or v in DYNAMIC_MODES,
+                "one of " + ", ".join(DYNAMIC_MODES) + " (or a boolean)"),
+    "backend": (lambda v: isinstance(v, str) and bool(v.strip()), "a backend name such as eager"),
+    "device": (lambda v: isinstance(v, str) and bool(v.strip()), "auto, cpu, cuda or cuda:N"),
+    "max-compiles": (lambda v: _int(v) and 1 <= v <= _MAX_INT, "a positive integer"),
+    "timeout": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
+                and math.isfinite(v) and 0 < v <= 7 * 24 * 3600,
+                "a positive number of seconds (at most a week)"),
+    "memory-limit-mb": (lambda v: _int(v) and 1 <= v <= 2 ** 40, "a positive number of MiB"),
+    "seed": (lambda v: _int(v) and 0 <= v < 2 ** 64, "an integer from 0 to 2**64 - 1"),
+    "check-paths": (lambda v: isinstance(v, list) and all(isinstance(p, str) and p for p in v),
+                    "a list of paths"),
+}
+
+
+def check_target_value(key: str, value: Any, label: str) -> None:
+    """One target setting against its range (``timeout = nan`` would mean no limit, a negative
+    one "timed out after -5 s", ``memory-limit-mb = -1`` no limit): a ConfigError naming it."""
+    rule = TARGET_RANGES.get(key)
+    if rule is not None and not rule[0](value):
+        shown = repr(value) if not isinstance(value, str) else f"`{value}`"
+        raise ConfigError(f"{label} must be {rule[1]}, got {shown[:60]}")
+
+
 def validate_target(t: Dict[str, Any], path: str, index: int) -> Dict[str, Any]:
     label = f"{path}: targets[{index}]"
     for key, value in t.items():
         if key not in TARGET_KEYS:
             raise ConfigError(f"{label}: unknown key `{key}`{_closest(key, list(TARGET_KEYS))}")
-        if not isinstance(value, TARGET_KEYS[key]):  # type: ignore[arg-type]
+        if not isinstance(value, TARGET_KEYS[key]) or (  # type: ignore[arg-type]
+                isinstance(value, bool) and TARGET_KEYS[key] in (int, (int, float))):
             raise ConfigError(f"{label}: `{key}` has the wrong type ({type(value).__name__})")
+        check_target_value(key, value, f"{label}: `{key}`")
     for required in ("model", "inputs"):
         if required not in t:
             raise ConfigError(f"{label}: `{required}` is required")
@@ -278,6 +347,19 @@ def validate_target(t: Dict[str, Any], path: str, index: int) -> Dict[str, Any]:
     out.setdefault("name", t["model"].split(":")[-1])
     out["_base_dir"] = os.path.dirname(os.path.abspath(path))
     return out
+
+
+def check_target_names(targets: Sequence[Dict[str, Any]], path: str) -> None:
+    """Every target's name (its factory's when it has none) is its own: reports, ``--target``
+    and the merge of a CI matrix's shards key targets by name."""
+    first: Dict[str, int] = {}
+    for i, t in enumerate(targets):
+        name = t.get("name") or ""
+        if name in first:
+            raise ConfigError(f"{path}: targets[{first[name]}] and targets[{i}] are both named "
+                              f"`{name}` (a target without `name` takes its factory's); give "
+                              f"each target its own `name`")
+        first[name] = i
 
 
 def check_codes(codes: Sequence[str], known: Sequence[str], label: str) -> None:

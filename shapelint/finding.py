@@ -77,6 +77,21 @@ RECOMPILE, SPECIALIZATION, GRAPH_BREAK, COMPILE_ERROR, FALLBACK = tuple(EventKin
 EVENT_KINDS = tuple(EventKind)
 
 
+class DynamicMode(StrEnum):
+    """A target's ``dynamic`` setting: what ``torch.compile`` is asked to do with sizes."""
+
+    AUTO = "auto"  # torch's default: static first, dynamic after a size changes
+    TRUE = "true"  # dynamic=True
+    FALSE = "false"  # dynamic=False: every new size compiles a new graph
+    MARK = "mark"  # mark_dynamic on dim 0 of every tensor input
+
+    @classmethod
+    def of(cls, value: Union[str, bool]) -> "DynamicMode":
+        """The mode a config value names (``true``/``false`` may be TOML booleans)."""
+        return cls({True: "true", False: "false"}.get(value, value)  # type: ignore[arg-type]
+                   if isinstance(value, bool) else value)
+
+
 class Blame(StrEnum):
     """How an event, or one failed guard of a recompile, was blamed (harness/blame.py)."""
 

@@ -193,7 +193,7 @@ def test_baseline_survives_line_shifts(tmp_path):
     new = json.loads(run("--baseline", "base.json").stdout)["findings"]
     assert [(f["line"], f["rule"]) for f in new] == [(12, "SL202")]
     bad = run("--baseline", "missing.json")
-    assert bad.returncode == 2 and "not a shapelint baseline" in bad.stderr
+    assert bad.returncode == 2 and "missing.json: cannot read: No such file" in bad.stderr
 
 
 def test_report_command_re_renders_a_saved_run(tmp_path):

@@ -13,7 +13,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Dict, List, Optional, Tuple
 
-from shapelint.config import ConfigError, validate_target
+from shapelint.config import ConfigError, check_target_value, validate_target
 from shapelint.finding import ShapeRow, TargetResult, shape_text
 from shapelint.harness.target import TargetError, TargetSpec, source_file
 from shapelint.report.escape import clean
@@ -27,7 +27,7 @@ def _ints(text: Optional[str], flag: str) -> Optional[List[int]]:
     except ValueError as exc:
         raise ConfigError(f"{flag} expects comma separated integers, got `{text}`") from exc
     if not values or any(v <= 0 for v in values):
-        raise ConfigError(f"{flag} expects positive integers, got `{text}`")
+        raise ConfigError(f"command line: `{flag}` expects positive integers, got `{text}`")
     return values
 
 
@@ -66,6 +66,8 @@ def build_targets(args: argparse.Namespace, settings) -> List[TargetSpec]:
         v = getattr(args, flag, None)
         if v is not None:
             overrides[key] = v
+    for key, value in overrides.items():  # what a flag sets is checked as the key would be
+        check_target_value(key, value, f"command line: `--{key}`")
     tables: List[Dict[str, Any]] = []
     if getattr(args, "model", None) or getattr(args, "inputs", None):
         if not (args.model and args.inputs):
@@ -164,13 +166,26 @@ class RunInterrupted(Exception):
         self.total = total
 
 
+#: open files a replay holds in this process (the worker's output pipe, its record file, the
+#: pipes of its start)
+FDS_PER_TARGET = 6
+
+
+def jobs_for_targets(requested: Optional[int], targets: int) -> int:
+    """Targets replayed side by side: ``-j`` at most, no more than there are targets, and no
+    more than the open-file limit leaves room for (``-j 100`` under ``ulimit -n 40``)."""
+    from shapelint.static.parallel import fd_room
+
+    return max(1, min(requested or 1, targets or 1, fd_room(FDS_PER_TARGET)))
+
+
 def run_targets(specs: List[TargetSpec], jobs: int = 1) -> List[TargetResult]:
     """Replay every target (``jobs`` at a time, each in its own subprocess); results in the
     order of ``specs`` whatever finished first. Ctrl-C stops every worker and raises
     RunInterrupted with the targets that had finished."""
     from shapelint.harness import runner
 
-    jobs = max(1, min(jobs or 1, len(specs) or 1))
+    jobs = jobs_for_targets(jobs, len(specs))
     progress = Progress(len(specs), jobs)
     results: List[Optional[TargetResult]] = [None] * len(specs)
     stopping = threading.Event()
@@ -189,7 +204,7 @@ def run_targets(specs: List[TargetSpec], jobs: int = 1) -> List[TargetResult]:
         results[i] = result
         progress.done(spec, result)
 
-    previous = _terminate_as_interrupt()
+    previous = _stop_signals_as_interrupt()
     try:
         if jobs == 1:
             for i, spec in enumerate(specs):
@@ -217,20 +232,30 @@ def run_targets(specs: List[TargetSpec], jobs: int = 1) -> List[TargetResult]:
         progress.close()
         raise RunInterrupted([r for r in results if r is not None], len(specs)) from None
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         progress.close()
     return [r for r in results if r is not None]
 
 
-def _terminate_as_interrupt():
-    """SIGTERM ends a run as Ctrl-C does: what finished is reported, every worker stopped."""
+#: what ends a run as Ctrl-C does: a kill, and the terminal (or the ssh session) going away
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+def _stop_signals_as_interrupt() -> Dict[int, Any]:
+    """SIGTERM and SIGHUP end a run as Ctrl-C does: what finished is reported, every worker
+    and everything it started is stopped, its folder removed (the default action would end
+    this process and leave the workers to end themselves). Returns the handlers replaced."""
     def handler(signum, frame):  # noqa: ANN001
         raise KeyboardInterrupt
 
-    try:
-        return signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread
-        return signal.SIG_DFL
+    previous: Dict[int, Any] = {}
+    for signum in STOP_SIGNALS:
+        try:
+            previous[signum] = signal.signal(signum, handler)
+        except ValueError:  # not the main thread
+            break
+    return previous
 
 
 def static_paths(specs: List[TargetSpec], results: List[TargetResult]) -> List[str]:

@@ -2,10 +2,11 @@
 child hanging, raising, running out of memory or crashing.
 
 Nothing is left behind: the worker's work folder (spec, records, TORCH_TRACE logs) is removed
-when the target ends, whatever ended it; the worker's process group is killed once it exits (a
-child the model started goes with it, see worker.end_descendants); what the target prints is
-drained from a pipe and only its last lines are kept, so a target that floods stdout fills
-neither memory nor the disk. :func:`stop_all` ends every worker still running (Ctrl-C)."""
+when the target ends, whatever ended it; the worker, its process group and every process it
+started (a new session's too: see shapelint.harness.procs) are killed once it ends; a worker
+whose parent dies ends itself and removes its folder; what the target prints is drained from a
+pipe and only its last lines are kept, so a target that floods stdout fills neither memory nor
+the disk. :func:`stop_all` ends every worker still running (Ctrl-C, SIGTERM, SIGHUP)."""
 
 from __future__ import annotations
 
@@ -20,10 +21,11 @@ import tempfile
 import threading
 import time
 from collections import deque
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from shapelint.finding import FALLBACK, GRAPH_BREAK, Event, Frame, ShapeRow, TargetResult, relpath
 from shapelint.schema import SchemaError, load
+from shapelint.harness import procs
 from shapelint.harness.blame import mark_benign, varying_sources
 from shapelint.harness.coverage import merge
 from shapelint.harness.target import TargetSpec
@@ -33,7 +35,7 @@ SIGNALS = {signal.SIGKILL: "killed (SIGKILL; out of memory?)", signal.SIGSEGV: "
 #: what is kept of a worker's own output (stdout and stderr together)
 TAIL_BYTES = 16 * 1024
 
-_LIVE: Dict[int, subprocess.Popen] = {}
+_LIVE: Dict[int, Tuple[subprocess.Popen, str]] = {}
 _LIVE_LOCK = threading.Lock()
 
 
@@ -42,21 +44,22 @@ class Interrupted(Exception):
 
 
 def stop_all() -> None:
-    """Kill every worker (and its process group) still running."""
+    """Kill every worker still running, with everything it started, and remove its folder
+    (here: the command may exit before the thread that ran the worker has cleaned up)."""
     with _LIVE_LOCK:
-        procs = list(_LIVE.values())
-    for proc in procs:
-        _kill_group(proc)
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
+        live = list(_LIVE.values())
+    for proc, workdir in live:
+        _end(proc, workdir)
         try:
-            proc.kill()
-        except OSError:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
             pass
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _end(proc: subprocess.Popen, workdir: str) -> None:
+    """The worker, its process group and every process it started (procs.end_worker)."""
+    procs.end_worker(proc.pid, workdir)
 
 
 class _Tail:
@@ -113,7 +116,8 @@ def _run_in(workdir: str, spec: TargetSpec, on_shape, python) -> TargetResult:
     env = dict(os.environ)
     env.setdefault("PYTHONUNBUFFERED", "1")
     env.pop("TORCH_COMPILE_JOB_ID", None)
-    env["SHAPELINT_WORKDIR"] = workdir  # TORCH_TRACE logs go here, and go with it
+    env[procs.MARK] = workdir  # TORCH_TRACE logs go here, and go with it; marks its processes
+    env[procs.PARENT] = str(os.getpid())  # a worker whose parent is gone ends itself
     if spec.backend == "inductor" or spec.mode:  # Inductor's kernel cache stays where torch keeps it
         import getpass
 
@@ -133,7 +137,7 @@ def _run_in(workdir: str, spec: TargetSpec, on_shape, python) -> TargetResult:
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, start_new_session=True)
     with _LIVE_LOCK:
-        _LIVE[proc.pid] = proc
+        _LIVE[proc.pid] = (proc, workdir)
     tail = _Tail(proc.stdout)
     reader = _Reader(out_path)
     try:
@@ -146,16 +150,16 @@ def _run_in(workdir: str, spec: TargetSpec, on_shape, python) -> TargetResult:
                 pass
             reader.poll(on_shape)
             if time.perf_counter() > deadline:
-                _kill_group(proc)
+                _end(proc, workdir)
                 proc.wait()
                 error = f"timed out after {spec.timeout:g} s"
                 break
     except BaseException:
-        _kill_group(proc)
+        _end(proc, workdir)
         proc.wait()
         raise
     finally:
-        _kill_group(proc)  # whatever the target started in its group ends with it
+        _end(proc, workdir)  # whatever the target started ends with it, a new session's too
         with _LIVE_LOCK:
             _LIVE.pop(proc.pid, None)
     reader.poll(on_shape)

@@ -12,6 +12,8 @@ import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
+from shapelint.finding import DynamicMode
+
 DEFAULT_BATCHES = [1, 2, 3, 4, 8, 17]
 
 
@@ -51,11 +53,11 @@ class TargetSpec:
 
     @classmethod
     def from_config(cls, table: Dict[str, Any]) -> "TargetSpec":
-        dyn = table.get("dynamic", "auto")
-        dyn = {True: "true", False: "false"}.get(dyn, dyn)
-        if dyn not in ("auto", "true", "false", "mark"):
+        try:
+            dyn = DynamicMode.of(table.get("dynamic", "auto")).value
+        except ValueError:
             raise TargetError(f"target {table.get('name')}: dynamic must be auto, true, false or "
-                              f"mark, not {dyn!r}")
+                              f"mark, not {table.get('dynamic')!r}") from None
         batches = table.get("batch-sizes", DEFAULT_BATCHES)
         if not batches or not all(isinstance(b, int) and b > 0 for b in batches):
             raise TargetError(f"target {table.get('name')}: batch-sizes must be positive ints")

@@ -17,13 +17,13 @@ import glob
 import inspect
 import json
 import os
-import signal
 import sys
 import time
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from shapelint.harness.procs import become_subreaper, die_with_parent, end_descendants
 from shapelint.harness.target import TargetError, TargetSpec, load
 
 
@@ -729,54 +729,8 @@ def _accepts_seq_len(fn: Any) -> bool:
     return "seq_len" in params or any(p.kind == p.VAR_KEYWORD for p in params.values())
 
 
-# ---------------------------------------------------------------------------------------------
-# processes the target starts: none outlives the worker
-# ---------------------------------------------------------------------------------------------
-
-def become_subreaper() -> None:
-    """Orphaned descendants (a child the model started, then its parent exited) are re-parented
-    to this process instead of PID 1, so :func:`end_descendants` finds them (Linux)."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
-    except Exception:  # noqa: BLE001
-        pass
-
-
-def _children(pid: int) -> List[int]:
-    out: List[int] = []
-    for task in glob.glob(f"/proc/{pid}/task/*/children"):
-        try:
-            with open(task) as fh:
-                out.extend(int(x) for x in fh.read().split())
-        except (OSError, ValueError):
-            pass
-    return out
-
-
-def end_descendants() -> None:
-    """SIGKILL every process this one started, and theirs."""
-    todo, seen = _children(os.getpid()), set()
-    while todo:
-        pid = todo.pop()
-        if pid in seen:
-            continue
-        seen.add(pid)
-        todo.extend(_children(pid))
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
-    for _ in range(len(seen)):
-        try:
-            os.waitpid(-1, os.WNOHANG)
-        except OSError:
-            break
-
-
 def main(argv: List[str]) -> int:
+    die_with_parent()  # `shapelint run` killed (kill -9): end, leaving nothing behind
     spec_path, out_path = argv[1], argv[2]
     with open(spec_path, encoding="utf-8") as fh:
         spec = TargetSpec(**json.load(fh))

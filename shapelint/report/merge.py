@@ -3,15 +3,18 @@ b.json``): the shards of one ``shapelint run`` across a CI matrix become one rep
 
 Findings are keyed by rule, place and message; a finding several shards report keeps the
 strongest status any of them gave it (confirmed > unpredicted > not-seen > not-reached >
-predicted) and the evidence of all of them. Targets are concatenated in file order (a target
-in two files is kept once, from the first); file errors are deduplicated."""
+predicted) and the evidence of all of them. Targets are concatenated in file order: the same
+target saved twice (identical records) is kept once, and targets that only share a name (two
+configs, or a shard of another run) are all kept, each named with its file, so a failed one is
+never dropped; file errors are deduplicated."""
 
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
+import dataclasses
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from shapelint.finding import CheckResult, FileError, Finding, Report, TargetResult
-from shapelint.schema import load_file
+from shapelint.schema import dump, load_file
 
 
 def read_report(path: str) -> Tuple[CheckResult, List[TargetResult]]:
@@ -22,14 +25,18 @@ def read_report(path: str) -> Tuple[CheckResult, List[TargetResult]]:
     return result, doc.targets
 
 
-def merge(parts: List[Tuple[CheckResult, List[TargetResult]]]) -> Tuple[CheckResult, List[TargetResult]]:
+def merge(parts: List[Tuple[CheckResult, List[TargetResult]]],
+          labels: Optional[Sequence[str]] = None) -> Tuple[CheckResult, List[TargetResult]]:
+    """One report from several; ``labels`` (the files' names) tell apart targets of the same
+    name."""
     if len(parts) == 1:
         return parts[0]
     findings: Dict[tuple, Finding] = {}
     errors: Dict[tuple, FileError] = {}
-    targets: Dict[str, TargetResult] = {}
+    targets: List[Tuple[TargetResult, str]] = []
+    by_name: Dict[str, List[dict]] = {}
     files = 0
-    for result, ts in parts:
+    for n, (result, ts) in enumerate(parts):
         files = max(files, result.files_checked)
         for f in result.findings:
             key = (f.rule, f.path, f.location.line, f.location.column, f.message)
@@ -46,8 +53,14 @@ def merge(parts: List[Tuple[CheckResult, List[TargetResult]]]) -> Tuple[CheckRes
             findings[key] = old.replace(status=status, evidence_events=events)
         for e in result.errors:
             errors.setdefault((e.path, e.line, e.column, e.message), e)
+        label = labels[n] if labels is not None and n < len(labels) else f"report {n + 1}"
         for t in ts:
-            targets.setdefault(t.name, t)
+            record = dump(t)
+            same = by_name.setdefault(t.name, [])
+            if record not in same:  # the same target saved twice is one target
+                same.append(record)
+                targets.append((t, label))
     merged = CheckResult(findings=list(findings.values()), errors=list(errors.values()),
                          files_checked=files)
-    return merged, list(targets.values())
+    return merged, [dataclasses.replace(t, name=f"{t.name} ({label})")
+                    if len(by_name[t.name]) > 1 else t for t, label in targets]

@@ -1,14 +1,21 @@
 """The result cache: plain JSON keyed by content hashes, shapelint's version and the settings.
 
-A stat index remembers each file's (size, mtime) and content hash, so a warm run re-reads only
-files whose stat changed, and a hit returns before libcst or networkx are imported. Nothing read
-back is executed (no pickle)."""
+A stat index remembers each file's content hash with its size, mtime, ctime and inode, so a warm
+run re-reads only files whose stat changed (an edit that keeps the size and restores the mtime
+still moves the ctime, which no user call can set back), and a hit returns before libcst or
+networkx are imported. A hash taken within :data:`RACY_NS` of the file's last change is taken
+again next time (a second write in the same clock tick leaves every stat field as it was: git's
+"racily clean" entries). Beside the files a result depends on, it records the listings of the
+folders imports are resolved in: a helper module that appears later (``from utils import f``
+once ``utils.py`` exists) changes a listing and so misses. Nothing read back is executed (no
+pickle)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import time
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from shapelint import __version__
@@ -16,12 +23,33 @@ from shapelint.config import Settings
 from shapelint.finding import CheckResult, FileError, Finding
 
 
+#: how long after a file's last change its hash is trusted from the stat index alone: a write
+#: within the same timestamp tick (coarse clocks, 2 s on FAT) keeps every stat field
+RACY_NS = 2_000_000_000
+
+
+def cache_dir(settings: Settings) -> str:
+    """The cache's folder: ``cache-dir`` with ``~`` expanded, relative to the config's folder."""
+    d = os.path.expanduser(settings.cache_dir)
+    return d if os.path.isabs(d) else os.path.join(os.path.abspath(settings.base_dir), d)
+
+
+def listing(folder: str) -> Optional[str]:
+    """A digest of what an import can find in ``folder``: its ``.py`` files and subfolders."""
+    try:
+        with os.scandir(folder) as it:
+            names = sorted(e.name for e in it if e.name.endswith(".py") or (
+                e.name != "__pycache__" and not e.name.startswith(".") and e.is_dir()))
+    except OSError:
+        return None
+    return hashlib.sha256("\0".join(names).encode("utf-8", "surrogateescape")).hexdigest()[:24]
+
+
 class RunCache:
     def __init__(self, settings: Settings, enabled: Iterable[str]) -> None:
         self.settings = settings
         self.enabled = sorted(enabled)
-        d = settings.cache_dir
-        self.dir = d if os.path.isabs(d) else os.path.join(os.path.abspath(settings.base_dir), d)
+        self.dir = cache_dir(settings)
         self._index: Optional[Dict[str, List]] = None
         self._dirty = False
 
@@ -40,21 +68,25 @@ class RunCache:
         return self._index
 
     def digest(self, path: str) -> Optional[str]:
-        """Content hash of a file, from the stat index when its size and mtime match."""
+        """Content hash of a file, from the stat index when its size, mtime, ctime and inode
+        match and the hash was taken well after the file's last change."""
         try:
             st = os.stat(path)
         except OSError:
             return None
+        stamp = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
         entry = self.index().get(path)
-        if isinstance(entry, list) and len(entry) == 3 and entry[0] == st.st_size \
-                and entry[1] == st.st_mtime_ns and isinstance(entry[2], str):
-            return entry[2]
+        if isinstance(entry, list) and len(entry) == 6 and entry[:4] == stamp \
+                and isinstance(entry[4], str) and isinstance(entry[5], int) \
+                and entry[5] - max(st.st_mtime_ns, st.st_ctime_ns) > RACY_NS:
+            return entry[4]
+        hashed_at = time.time_ns()
         try:
             with open(path, "rb") as fh:
                 digest = hashlib.sha256(fh.read()).hexdigest()
         except OSError:
             return None
-        self.index()[path] = [st.st_size, st.st_mtime_ns, digest]
+        self.index()[path] = stamp + [digest, hashed_at]
         self._dirty = True
         return digest
 
@@ -107,10 +139,14 @@ class RunCache:
                 return None
             # every file the run parsed beyond the ones checked (helpers, importers)
             depends = data.get("context", {})
-            if not isinstance(depends, dict):
+            folders = data.get("folders", {})
+            if not isinstance(depends, dict) or not isinstance(folders, dict):
                 return None
             for path, digest in depends.items():
                 if self.digest(path) != digest:
+                    return None
+            for folder, digest in folders.items():  # a module that appeared since
+                if listing(folder) != digest:
                     return None
             return CheckResult(
                 findings=[Finding.from_json(f) for f in data["findings"]],
@@ -120,14 +156,18 @@ class RunCache:
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
 
-    def store(self, key: str, result: CheckResult, context: Iterable[str] = ()) -> None:
+    def store(self, key: str, result: CheckResult, context: Iterable[str] = (),
+              folders: Iterable[str] = ()) -> None:
         """Store ``result``; ``context`` names every file beside the checked ones whose change
-        must invalidate it (the files the engine parsed: see :func:`dependencies`)."""
+        must invalidate it (the files the engine parsed: see :func:`dependencies`), ``folders``
+        the folders whose listing must not change (see :func:`import_folders`)."""
+        self._make_dir()  # first: a cache folder made inside the project is in its listing
         data = {"version": __version__, "files_checked": result.files_checked,
                 "findings": [f.to_json() for f in result.findings],
                 "errors": [e.to_json() for e in result.errors],
                 "unused": [f.to_json() for f in result.unused_suppressions],
-                "context": {p: self.digest(p) for p in sorted(set(context))}}
+                "context": {p: self.digest(p) for p in sorted(set(context))},
+                "folders": {d: listing(d) for d in sorted(set(folders))}}
         self._write(self._result_path(key), data)
         self.flush()
         from shapelint.output import sweep_stale_tmp
@@ -139,13 +179,21 @@ class RunCache:
             self._write(self._index_path(), self._index)
             self._dirty = False
 
+    def _make_dir(self) -> None:
+        """Create the cache's folder; only a folder the cache made gets a `.gitignore` of `*`
+        (in the project's root, `cache-dir = "."`, it would hide every untracked file from
+        git)."""
+        try:
+            if not os.path.isdir(self.dir):
+                os.makedirs(self.dir, exist_ok=True)
+                with open(os.path.join(self.dir, ".gitignore"), "x") as fh:
+                    fh.write("*\n")
+        except OSError:
+            pass
+
     def _write(self, path: str, data) -> None:
         try:
-            os.makedirs(self.dir, exist_ok=True)
-            ignore = os.path.join(self.dir, ".gitignore")
-            if not os.path.exists(ignore):
-                with open(ignore, "w") as fh:
-                    fh.write("*\n")
+            self._make_dir()
             from shapelint.output import tmp_path
 
             tmp = tmp_path(path)
@@ -154,6 +202,19 @@ class RunCache:
             os.replace(tmp, path)
         except OSError:
             pass  # a read-only tree still gets its findings
+
+
+def import_folders(parsed: Iterable[str], root: Optional[str]) -> List[str]:
+    """The folders whose listing decides what the imports of the ``parsed`` files resolve to:
+    the root helpers are resolved from, each file's own folder and its import root (the folder
+    above its packages)."""
+    from shapelint.static.files import module_name_for
+
+    out = {os.path.abspath(root)} if root else set()
+    for path in parsed:
+        out.add(os.path.dirname(path))
+        out.add(module_name_for(path)[1])
+    return sorted(out)
 
 
 def dependencies(engine) -> List[str]:
@@ -178,7 +239,7 @@ def cached_check(paths: Sequence[str], settings: Settings, enabled: Sequence[str
     if hit is not None:
         hit.errors = discover_errors + [e for e in hit.errors if e not in discover_errors]
         return hit
-    result, depends = run()  # run() returns the result and its dependencies
+    result, depends, folders = run()  # the result, the files and folders it depends on
     if not result.rule_errors:  # a rule's bug is not a result to replay once it is fixed
-        cache.store(key, result, depends)
+        cache.store(key, result, depends, folders)
     return result

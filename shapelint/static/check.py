@@ -24,7 +24,7 @@ def check(paths: Sequence[str], settings: Optional[Settings] = None, *,
     to, for a caller that keeps the syntax trees until the process exits (the command)."""
     from shapelint.registry import all_rules
     from shapelint.static import files as files_mod
-    from shapelint.static.cache import cached_check, dependencies
+    from shapelint.static.cache import cached_check, dependencies, import_folders
     from shapelint.static.engine_paths import exclude_patterns
 
     settings = settings or Settings()
@@ -43,7 +43,8 @@ def check(paths: Sequence[str], settings: Optional[Settings] = None, *,
             keep.append(engine)
         result = engine.check(paths, root=root, use_cache=False,
                               discovered=(found, discover_errors))
-        return result, dependencies(engine)
+        depends = dependencies(engine)
+        return result, depends, import_folders(depends, root or files_mod.common_root(list(paths)))
 
     if not use_cache:
         return run()[0]

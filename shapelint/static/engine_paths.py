@@ -9,9 +9,10 @@ from shapelint.config import Settings
 
 
 def anchor(pattern: str, base: str) -> str:
-    if os.path.isabs(pattern) or pattern.startswith("*"):
+    """``pattern`` relative to ``base`` (``./sub``, ``sub/`` and ``sub`` alike)."""
+    if pattern.startswith("*"):
         return pattern
-    return os.path.join(os.path.abspath(base), pattern)
+    return os.path.normpath(os.path.join(os.path.abspath(base), pattern))
 
 
 def exclude_patterns(settings: Settings) -> Tuple[str, ...]:

@@ -21,17 +21,44 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 MIN_LINES = 20_000
 
 
+#: open files each forked walker holds in the parent (its pipe, the process's sentinel and the
+#: pipes of the fork itself), and those kept free for everything else
+FDS_PER_JOB = 4
+FDS_RESERVED = 12
+
+
+def fd_room(per_job: int, reserved: int = FDS_RESERVED) -> int:
+    """How many more jobs of ``per_job`` open files each fit under the open-file limit
+    (``ulimit -n``) beside the files open now; a large number when there is no limit."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (ImportError, OSError, ValueError):
+        return 1 << 16
+    if soft == resource.RLIM_INFINITY or soft <= 0:
+        return 1 << 16
+    try:
+        used = len(os.listdir("/proc/self/fd")) - 1  # less the listing's own descriptor
+    except OSError:
+        used = reserved
+    return max(1, (soft - used - reserved) // per_job)
+
+
 def jobs_for(requested: Optional[int]) -> int:
     """``requested`` processes (0 or None: one per core), where fork exists and is safe (a
-    process that already runs threads, torch's say, may hold a lock a forked child never gets)."""
+    process that already runs threads, torch's say, may hold a lock a forked child never gets),
+    and no more than the open-file limit leaves room for (``-j 100`` under ``ulimit -n 40``)."""
     import threading
 
     if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
         return 1
     if requested:
-        return max(1, requested)
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-               else (os.cpu_count() or 1))
+        wanted = max(1, requested)
+    else:
+        wanted = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                     else (os.cpu_count() or 1))
+    return max(1, min(wanted, fd_room(FDS_PER_JOB)))
 
 
 def partition(entries: Sequence[Any], jobs: int, min_lines: int = MIN_LINES) -> List[List[Any]]:
@@ -63,13 +90,25 @@ class Share:
     def __init__(self, walk, index: int) -> None:
         ctx = multiprocessing.get_context("fork")
         self.index = index
-        self._recv, send = ctx.Pipe(duplex=False)
-        self._proc = ctx.Process(target=_child, args=(walk, index, send, os.getpid()), daemon=True)
-        self._proc.start()
+        self._recv = self._proc = None
+        send = None
+        try:
+            self._recv, send = ctx.Pipe(duplex=False)
+            self._proc = ctx.Process(target=_child, args=(walk, index, send, os.getpid()),
+                                     daemon=True)
+            self._proc.start()
+        except OSError:  # no process or pipe to be had (EMFILE, EAGAIN): the parent walks it
+            for end in (self._recv, send):
+                if end is not None:
+                    end.close()
+            self._recv = self._proc = None
+            return
         send.close()
 
     def result(self) -> Optional[Dict[str, Any]]:
         """The child's payload, or None when it failed (then the parent walks the share)."""
+        if self._recv is None or self._proc is None:
+            return None
         try:
             payload = self._recv.recv()
         except (EOFError, OSError):

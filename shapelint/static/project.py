@@ -642,6 +642,14 @@ class Project:
         of the tree are parsed here, on first need: an import no analysed call goes through
         never reaches the parser."""
         cands = self.modules.get(name, [])
+        if cands and near is not None and self.loader is not None and \
+                not any(m.root == near.root for m in cands):
+            # `from utils import f` in a/model.py is a/utils.py when it exists (the importer's
+            # own folder, as Python's path has a script's), even once b/utils.py is loaded
+            paths = [p for p in self.index.get(name, []) if p not in self._attempted
+                     and module_name_for(p)[1] == near.root]
+            if paths:
+                cands = []
         if not cands and self.loader is not None:
             paths = self.index.get(name, [])
             if near is not None:
