@@ -179,3 +179,40 @@ def test_a_buffer_guard_is_blamed_on_the_register_buffer_that_ran(tmp_path, monk
 
     assert attribute_writes(Table(), {}, Ran(), "L['self']._buffers['weights']") == [(path, 7)]
     assert attribute_writes(Table(), {}, Ran(), "L['self'].scale") == [(path, 8)]
+
+
+NAMED = """\
+import torch
+
+
+def deco(fn):
+    def inner(*args):
+        return fn(*args)
+    return inner
+
+
+class Classifier(torch.nn.Module):
+    def forward(self, ids, mask):
+        longest = int(mask.sum(1).max())
+        ids = ids[:, :longest]
+        return ids * 2
+"""
+
+
+def test_torch_names_in_the_users_words(tmp_path):
+    from shapelint.harness.names import Names
+
+    path = str(tmp_path / "m.py")
+    (tmp_path / "m.py").write_text(NAMED)
+    names = Names()
+    text, note = names.guard("___stack0 == 17", "torch_dynamo_resume_in_forward_at_12", path)
+    assert text == "longest == 17"
+    assert note == "`longest` (line 12) is carried across the graph break at line 12"
+    text, note = names.guard("___stack1 <= 8", "torch_dynamo_resume_in_forward_at_13", path)
+    assert text == "<the value computed at line 13> <= 8" and "line 13" in note
+    assert names.guard("L['n'] == 4", "forward", path) == ("n == 4", "")
+    # a resume frame by its function; a decorator's wrapper by the function of the blamed line
+    assert names.frame("torch_dynamo_resume_in_forward_at_12", path, 11) == \
+        "Classifier.forward, resumed after the graph break at line 12"
+    assert names.frame("inner", path, 5, path, 13) == "Classifier.forward"
+    assert names.frame("forward", path, 11, path, 13) == "Classifier.forward"

@@ -32,6 +32,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 from shapelint.finding import (COMPILE_ERROR, FALLBACK, GRAPH_BREAK, RECOMPILE, SPECIALIZATION,
                                TORCH_STEPS, Blame, Event, Guard, Place)
+from shapelint.harness.names import Names
 from shapelint.harness.trace import VALUE_GUARD
 
 FILE_LINE = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
@@ -138,6 +139,7 @@ class Recorder:
         self.values = values or (lambda src: (_ for _ in ()).throw(KeyError(src)))
         self.attribute_writes = attribute_writes or (lambda path: [])
         self.mode = mode
+        self.names = Names()
         self.torch_dir = tdir or torch_dir()
         self.shape: Dict[str, Any] = {}
         self.compiles = 0
@@ -381,7 +383,8 @@ class Recorder:
 
     def _fallback(self, p: Dict[str, Any]) -> None:
         frame = self.frame_of(p.get("frame_id"))
-        fname = frame.get("name") or "the frame"
+        fname = self.names.frame(frame.get("name") or "", frame.get("path"), frame.get("line")) \
+            or "the frame"
         reason = p["reason"]
         m = LIMIT.search(reason)
         unhandled = self._unhandled.get(p["key"])
@@ -513,12 +516,20 @@ class Recorder:
         return out
 
     def _recompile(self, ev: Dict[str, Any]) -> None:
-        frame = self.frame_of(ev.get("frame_id")).get("name") or ""
+        code = self.frame_of(ev.get("frame_id"))
+        co_name, co_file = code.get("name") or "", code.get("path")
         guards: List[Guard] = []
         for text in parse_reasons(ev.get("payload") or ""):
             for g in self._blame(text):
                 if not any(_same_guard(g, h) for h in guards):
                     guards.append(g)
+        notes = []
+        for g in guards:  # torch's names (___stack0, L['x']) in the user's words
+            g.text, note = self.names.guard(g.text, co_name, co_file)
+            if g.guard:
+                g.guard, _ = self.names.guard(g.guard, co_name, co_file)
+            if note and note not in notes:
+                notes.append(note)
         # only beside a guard on a user line of the same cache entry: when torch names an input
         # whose dim changed (automatic dynamic, torch's own recompile), the ints that changed
         # with it become dynamic in that same recompile and cost nothing more (tests/cases/real
@@ -549,12 +560,13 @@ class Recorder:
         self.events.append(Event(
             kind=RECOMPILE, shape=dict(self.shape),
             reason=(primary.note if steps else primary.text) or "",
-            detail=primary.detail, frame=frame,
+            detail=primary.detail,
+            frame=self.names.frame(co_name, co_file, code.get("line"), primary.abspath, primary.line),
             compile_id=f"{ev.get('frame_id')}/{ev.get('frame_compile_id')}", guards=guards, also=also,
             abspath=primary.abspath, path=primary.abspath, line=primary.line,
             note=("an input compiled static changed (torch's own recompile, not a line's)"
                   if steps else primary.note)
-            if not primary.abspath else "",
+            if not primary.abspath else "; ".join(notes),
             framework=framework))
         self._label(self.events[-1], (ev.get("frame_id"), ev.get("frame_compile_id")))
 
