@@ -10,17 +10,30 @@ sequence lengths), with ``TORCH_LOGS=+dynamic,recompiles,graph_breaks`` on and a
 structured trace (torch-signals.md). Inputs are deterministic per shape (``_libs.padded_ids``
 and seeded generators), weights are seeded in ``build()``, so the harness sees the same data.
 
-What torch blames, per recompile (one ``recompile_reasons`` artifact, keyed by compile id):
-for every cache entry torch says failed,
+What torch blames, per recompile (one ``recompile_reasons`` artifact, keyed by compile id). For
+every cache entry torch says failed, the guards of that entry (``guard_added_fast``, not those
+logged ``[guard suppressed]``) are re-evaluated against the frame's locals at the recompile
+(captured from ``get_and_maybe_log_recompilation_reasons``, so a resumed frame's ``___stack0``
+is evaluated too; float symbols ``zf*``, pinned attributes printed rounded, are left out); a
+guard is blamed on the innermost frame of the model's folder in its ``user_stack`` (the user's
+call into library code when the guard was added there; the innermost frame overall is kept as
+``inner``). The entry's category is what torch's reason names:
 
-- ``input``: ``tensor 'x' size mismatch``: an input compiled static (no line);
-- ``value``: a guard with a ``User stack trace``: the user-file frames of that stack;
-- ``symbolic``: every ``guard_added_fast`` of that entry that is false for the frame's locals at
-  the recompile (captured from ``get_and_maybe_log_recompilation_reasons``, so a resumed frame's
-  ``___stack0`` is evaluated too), blamed on the innermost frame of the model's folder in the
-  guard's ``user_stack`` (its innermost frame overall, often library code, is kept as ``inner``);
+- ``value``: a guard with a ``User stack trace`` (an int argument, an int attribute, an int that
+  crossed a graph break): its innermost frame in the model's folder;
+- ``symbolic``: a shape guard; every guard of the entry that is false now (torch prints one,
+  sometimes as a range merged from guards of different lines);
+- ``input``: ``tensor 'x' size mismatch``: an input compiled static (automatic dynamic, no line),
+  ``input+guard`` when the dim torch names was pinned by a guard of the entry (a specialization:
+  ``Eq(s27, 10)`` at a ``range(t)``), blamed on that guard;
+- ``attribute``: ``tensor 'self._buffers['running']' requires_grad mismatch``: a tensor attribute
+  of the module changed (torch names it, no line);
 - ``implicit``: no logged guard is false: an implicit range guard (the 0/1 specialization when a
   size is 0 or 1, which ``size_one`` says by evaluating the sizes named in the text).
+
+``named_lines`` are the lines of what torch names (above); ``user_lines`` add every other guard
+of the entry that is false too (hidden behind the one torch prints: e.g. a size branch of an
+entry that also fails on a batch compiled static).
 
 Graph breaks: the ``dynamo_graph_break_reason`` artifacts, blamed on the innermost frame of the
 model's folder in the user traceback. The stderr of TORCH_LOGS is kept in short form
@@ -64,6 +77,10 @@ SHORT_LOC = re.compile(r"#\s*(?P<path>[^\s#()]+\.py):(?P<line>\d+) in (?P<fn>\w+
 GB_AT = re.compile(r"Graph break(?: \([^)]*\))? in user code at (?P<path>.+?):(?P<line>\d+)\s*$", re.M)
 GB_ID = re.compile(r"/gb/gb(\d{4})\.html")
 REASON_HEAD = re.compile(r"^(?P<frame>\d+)/(?P<compile>\d+): (?P<text>.*)$", re.S)
+SYMBOL = re.compile(r"\b(?:s|zf|u)\d+\b")
+MISMATCH = re.compile(r"tensor '(?P<name>.+?)' size mismatch at index (?P<index>\d+)")
+FLOAT_SYM = re.compile(r"\bzf\d+\b")
+ATTRIBUTE = re.compile(r"tensor '(?:self\.|L\['self'\])")
 RANGE_SRC = re.compile(r"([A-Za-z_][\w.]*(?:\.size\(\)\[\d+\]|___stack\d+))")
 
 
@@ -303,16 +320,37 @@ def analyse(model_dir, events, strings, calls, errors, mc):
         texts = [str(t) for t in (json.loads(ev["payload"]) if (ev["payload"] or "").lstrip().startswith("[")
                                   else [ev["payload"] or ""])]
         loc = ev.get("locals")
-        entries, lines, chain, inner = [], set(), set(), set()
+        entries, lines, chain, inner, named_all = [], set(), set(), set(), set()
         for text in texts:
             hm = REASON_HEAD.match(text.strip())
             entry = (int(hm.group("frame")), int(hm.group("compile"))) if hm else None
             body = hm.group("text") if hm else text
             head = body.split("User stack trace:", 1)[0]
             rec = {"entry": f"{entry[0]}/{entry[1]}" if entry else None, "text": body.strip()[:600]}
-            if any(k in head.split("#")[0] for k in INPUT_REASONS):
-                rec["category"] = "input"
-            elif "User stack trace:" in body:
+            is_input = any(k in head.split("#")[0] for k in INPUT_REASONS)
+            # every guard of the entry that is false now (for an input torch names as a size
+            # mismatch, a guard that pinned that dim, a specialization such as Eq(s27, 10),
+            # is one; for a value guard, the size guards that fail beside it)
+            failed = []
+            for g in events:
+                if g["kind"] != "guard_added_fast" or (g["frame_id"], g["frame_compile_id"]) != entry:
+                    continue
+                expr = str((g["md"] or {}).get("expr"))
+                if "suppressed" in str((g["md"] or {}).get("prefix", "")):
+                    continue  # logged, never installed: not a guard that can fail
+                if FLOAT_SYM.search(expr):
+                    continue  # a float attribute pinned (scaling): printed rounded, never varies
+                ok = holds(expr, entry, loc) if loc is not None else None
+                if ok is False:
+                    fr = _frames((g["md"] or {}).get("user_stack"), strings)
+                    uf = user(fr)
+                    failed.append({"expr": expr, "user_line": rel(uf[-1]) if uf else None,
+                                   "user_chain": [rel(f) for f in uf],
+                                   "inner": f"{_short(fr[-1][0])}:{fr[-1][1]}" if fr else None,
+                                   "sources": sorted({syms_of.get(entry, {}).get(x, x)
+                                                      for x in SYMBOL.findall(expr)})})
+            rec["user_lines"], rec["user_chain"], named = [], [], []
+            if "User stack trace:" in body and not is_input:
                 fr = [(os.path.abspath(m.group("path")), int(m.group("line")), m.group("fn"))
                       for m in FILE_LINE.finditer(body.split("User stack trace:", 1)[1])]
                 uf = user(fr)
@@ -320,41 +358,41 @@ def analyse(model_dir, events, strings, calls, errors, mc):
                 rec["user_lines"] = [rel(uf[-1])] if uf else []
                 rec["user_chain"] = [rel(f) for f in uf]
                 rec["inner"] = f"{_short(fr[-1][0])}:{fr[-1][1]}" if fr else None
-                lines.update(rec["user_lines"])
-                chain.update(rec["user_chain"])
+                if rec["inner"]:
+                    inner.add(rec["inner"])
+                named = list(rec["user_lines"])
+            elif is_input:
+                kind = "attribute" if ATTRIBUTE.match(head) else "input"
+                rec["category"] = f"{kind}+guard" if failed else kind
+                # the dim torch names changed because a guard pinned it (a specialization)
+                m = MISMATCH.search(head)
+                if m and m.group("index") is not None:
+                    name, idx = m.group("name"), m.group("index")
+                    tail = (name[4:] if name.startswith("self") else f"['{name}']") + f".size()[{idx}]"
+                    named = [f["user_line"] for f in failed
+                             if f["user_line"] and any(src.endswith(tail) for src in f["sources"])]
+            elif failed:
+                rec["category"] = "symbolic"
+                named = [f["user_line"] for f in failed if f["user_line"]]
             else:
-                failed = []
-                for g in events:
-                    if g["kind"] != "guard_added_fast" or (g["frame_id"], g["frame_compile_id"]) != entry:
-                        continue
-                    expr = str((g["md"] or {}).get("expr"))
-                    if "suppressed" in str((g["md"] or {}).get("prefix", "")):
-                        continue  # logged, never installed: not a guard that can fail
-                    ok = holds(expr, entry, loc) if loc is not None else None
-                    if ok is False:
-                        fr = _frames((g["md"] or {}).get("user_stack"), strings)
-                        uf = user(fr)
-                        failed.append({"expr": expr, "user_line": rel(uf[-1]) if uf else None,
-                                       "user_chain": [rel(f) for f in uf],
-                                       "inner": f"{_short(fr[-1][0])}:{fr[-1][1]}" if fr else None})
-                if failed:
-                    rec["category"] = "symbolic"
-                    rec["failed_guards"] = failed
-                    rec["user_lines"] = sorted({f["user_line"] for f in failed if f["user_line"]})
-                    rec["user_chain"] = sorted({c for f in failed for c in f["user_chain"]})
-                    lines.update(rec["user_lines"])
-                    chain.update(rec["user_chain"])
-                    inner.update(f["inner"] for f in failed if f["inner"])
-                else:
-                    rec["category"] = "implicit"
-                    rec["size_one"] = size_one(body, loc)
-                    printed = [f"{m.group('path')}:{m.group('line')}" for m in SHORT_LOC.finditer(head)]
-                    rec["printed"] = printed
+                rec["category"] = "implicit"
+                rec["size_one"] = size_one(body, loc)
+                rec["printed"] = [f"{m.group('path')}:{m.group('line')}" for m in SHORT_LOC.finditer(head)]
+            if failed:
+                rec["failed_guards"] = failed
+                rec["user_lines"] = sorted(set(rec["user_lines"]) | {f["user_line"] for f in failed if f["user_line"]})
+                rec["user_chain"] = sorted(set(rec["user_chain"]) | {c for f in failed for c in f["user_chain"]})
+                inner.update(f["inner"] for f in failed if f["inner"])
+            rec["named_lines"] = sorted(set(named))
+            lines.update(rec["user_lines"])
+            named_all.update(rec["named_lines"])
+            chain.update(rec["user_chain"])
             entries.append(rec)
         call = ev["call"]
         recompiles.append({"compile_id": f"{ev['frame_id']}/{ev['frame_compile_id']}", "call": call,
                            "shape": [calls[call]["batch"], calls[call]["seq_len"]] if 0 <= call < len(calls) else None,
-                           "entries": entries, "user_lines": sorted(lines), "user_chain": sorted(chain | lines),
+                           "entries": entries, "named_lines": sorted(named_all), "user_lines": sorted(lines),
+                           "user_chain": sorted(chain | lines),
                            "inner": sorted(inner)})
     names = {}
     for ev in events:
@@ -399,6 +437,8 @@ def analyse(model_dir, events, strings, calls, errors, mc):
             continue
         md = ev["md"] or {}
         uf = user(_frames(md.get("user_stack"), strings))
+        if re.search(r"[.e]", str(md.get("value"))):
+            continue  # a float attribute pinned (eps, dropout p): nothing varies
         if uf:
             specs.append({"compile_id": f"{ev['frame_id']}/{ev['frame_compile_id']}",
                           "sources": [str(s) for s in md.get("sources") or []], "value": md.get("value"),
@@ -419,7 +459,8 @@ def analyse(model_dir, events, strings, calls, errors, mc):
         "fallbacks": fallbacks,
         "errors": errors,
         "torch_lines": {
-            "recompile": sorted({ln for r in recompiles for ln in r["user_lines"]}),
+            "recompile": sorted({ln for r in recompiles for ln in r["named_lines"]}),
+            "recompile_every_failed_guard": sorted({ln for r in recompiles for ln in r["user_lines"]}),
             "graph_break": sorted({b["user_line"] for b in breaks if b["user_line"]}),
         },
     }
@@ -482,8 +523,10 @@ def summary(name, doc):
         for r in d["recompile_events"]:
             cats = ",".join(f"{e['entry']}:{e['category']}" + ("(size-1)" if e.get("size_one") else "")
                             for e in r["entries"])
+            hidden = sorted(set(r["user_lines"]) - set(r.get("named_lines", r["user_lines"])))
             out.append(f"    recompile {r['compile_id']} at {r['shape']} in {r['frame']}: [{cats}] "
-                       f"-> {r['user_lines'] or '-'}  inner={r['inner'] or '-'}")
+                       f"-> {r.get('named_lines', r['user_lines']) or '-'}" + (f" (+ failed too: {hidden})" if hidden else "")
+                       + f"  inner={r['inner'] or '-'}")
         for b in d["graph_break_events"]:
             out.append(f"    break {b['compile_id']} at {b['shape']}: {b['user_line']} ({b['inner']}) "
                        f"{b['registry_id']} {b['reason'][:80]}")
