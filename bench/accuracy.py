@@ -1,4 +1,5 @@
-"""Static-pass accuracy on ../shared/cases: recall and precision, per kind and in total.
+"""Static-pass accuracy on the labelled cases (tests/cases/shared, or ../shared/cases): recall
+and precision, per kind and in total.
 
 recall    = expected (file, line, kind) entries that a finding of a matching rule hits
 precision = findings on expected lines, or on lines torch blamed in measured.json / all

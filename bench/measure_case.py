@@ -5,7 +5,7 @@
 For each case and each mode (dynamic=None as "none", dynamic=True as "true") a fresh Python
 process runs ``torch.compile(build(), backend="eager", dynamic=MODE)`` on ``inputs(b)`` for b in
 [1, 2, 3, 4, 8, 17] (grad mode on, ``torch.manual_seed(0)``), listening to PyTorch's structured
-trace (a handler on ``torch.__trace``, see shared/notes/torch-signals.md). The parent then joins
+trace (a handler on ``torch.__trace``, see docs/torch-signals.md). The parent then joins
 the events with the case's labels (case.toml) and writes ``CASE_DIR/measured.json`` in the schema
 of shared/cases/*/measured.json:
 

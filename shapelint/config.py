@@ -73,7 +73,7 @@ class Settings:
 
 
 # key -> (Settings attribute, type, element type)
-KEYS: Dict[str, Tuple[str, type, Optional[type]]] = {
+KEYS: Dict[str, Tuple[str, Any, Optional[type]]] = {
     "select": ("select", list, str),
     "ignore": ("ignore", list, str),
     "extend-select": ("extend_select", list, str),

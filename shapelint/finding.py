@@ -74,7 +74,6 @@ class EventKind(StrEnum):
 
 
 RECOMPILE, SPECIALIZATION, GRAPH_BREAK, COMPILE_ERROR, FALLBACK = tuple(EventKind)
-EVENT_KINDS = tuple(EventKind)
 
 
 class DynamicMode(StrEnum):
@@ -88,8 +87,7 @@ class DynamicMode(StrEnum):
     @classmethod
     def of(cls, value: Union[str, bool]) -> "DynamicMode":
         """The mode a config value names (``true``/``false`` may be TOML booleans)."""
-        return cls({True: "true", False: "false"}.get(value, value)  # type: ignore[arg-type]
-                   if isinstance(value, bool) else value)
+        return cls({True: "true", False: "false"}[value] if isinstance(value, bool) else value)
 
 
 class Blame(StrEnum):
@@ -144,7 +142,7 @@ class RemedyVerdict(StrEnum):
 
 
 #: a rule code (built-in ``SL101`` or a user's ``CU001``): capital letters then digits, as
-#: ``# noqa`` reads it
+#: a noqa comment reads it
 RULE_CODE = r"[A-Z]{1,8}[0-9]{1,6}"
 #: what a replayed shape or a labelled call holds: ``{"batch": 8, "seq_len": 16}``
 Shape = Dict[str, Union[int, str, None]]

@@ -85,7 +85,7 @@ def changed_lines(ref: str, cwd: str = ".") -> Dict[str, Set[int]]:
 
 def is_changed(lines: Dict[str, Set[int]], path: str, line: int) -> bool:
     changed = lines.get(os.path.abspath(path))
-    return bool(changed) and (-1 in changed or line in changed)
+    return bool(changed) and changed is not None and (-1 in changed or line in changed)
 
 
 def only_changed(result: CheckResult, ref: str) -> CheckResult:

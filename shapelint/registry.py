@@ -13,7 +13,7 @@ import sys
 from typing import Dict, Iterable, List, Type
 
 from shapelint.api import Rule
-from shapelint.finding import RULE_CODE
+from shapelint.finding import RULE_CODE, Severity
 
 
 class RuleLoadError(Exception):
@@ -63,9 +63,11 @@ def _rules_package():
             raise
         spec = importlib.util.spec_from_file_location("shapelint.rules", init,
                                                       submodule_search_locations=[folder])
-        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        if spec is None or spec.loader is None:
+            raise
+        module = importlib.util.module_from_spec(spec)
         sys.modules["shapelint.rules"] = module
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        spec.loader.exec_module(module)
         return module
 
 
@@ -106,6 +108,9 @@ def load_rule_paths(paths: Iterable[str], base_dir: str = ".") -> List[Type[Rule
                 if not CODE.fullmatch(rule.code):
                     raise RuleLoadError(f"rule-paths: {f}: {rule.__name__}.code `{rule.code}` must be "
                                         f"capital letters then digits, such as SL950 or CU001")
+                if rule.severity not in {s.value for s in Severity}:
+                    raise RuleLoadError(f"rule-paths: {f}: {rule.__name__}.severity `{rule.severity}` must "
+                                        f"be one of {', '.join(s.value for s in Severity)}")
                 found.append(rule)
     return found
 
@@ -119,5 +124,5 @@ def all_rules(rule_paths: Iterable[str] = (), base_dir: str = ".") -> Dict[str, 
         rules[r.code] = r
     from shapelint.static import suppress
 
-    suppress.know_codes(rules)  # so that `# noqa: CU001` is read for a user rule's code
+    suppress.know_codes(rules)  # so that a noqa comment naming a user rule's code (CU001) is read
     return dict(sorted(rules.items()))

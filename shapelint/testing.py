@@ -42,7 +42,8 @@ def code_caused(events: Iterable[Event]) -> List[Event]:
     """The recompiles ``assert_no_recompiles`` fails on (see the module's docstring): every
     recompile but torch's own steps (shapelint.finding.TORCH_STEPS), of which an input dim
     made dynamic counts once."""
-    out, promoted = [], set()
+    out: List[Event] = []
+    promoted: set = set()
     for ev in events:
         if ev.kind != RECOMPILE:
             continue
@@ -117,8 +118,8 @@ class CompileWatch:
 
     def __init__(self, reset: bool = True) -> None:
         self.reset = reset
-        self._collector = None
-        self._recorder = None
+        self._collector: Any = None
+        self._recorder: Any = None
         self._muted: List[logging.Handler] = []
 
     def __enter__(self) -> "CompileWatch":
@@ -212,19 +213,19 @@ def assert_no_recompiles(model: str, inputs: str, batch_sizes: Sequence[int] = t
     counted = f"{result.compiles} compiles at {len(result.per_shape)} shapes"
     if result.error:
         raise RecompileError(explain(result.events, f"{spec.name}: {result.error}"))
-    failures = result.of_kind("fallback") + result.of_kind("compile-error")
+    failures = result.of_kind(EventKind.FALLBACK) + result.of_kind(EventKind.COMPILE_ERROR)
     if failures:
         raise RecompileError(explain(failures, f"{spec.name}: torch did not compile every call "
                                                f"({counted}):"))
-    if fullgraph and result.of_kind("graph-break"):
-        raise GraphBreakError(explain(result.of_kind("graph-break"), f"{spec.name}: graph break "
+    if fullgraph and result.of_kind(EventKind.GRAPH_BREAK):
+        raise GraphBreakError(explain(result.of_kind(EventKind.GRAPH_BREAK), f"{spec.name}: graph break "
                                                                      f"under fullgraph ({counted}):"))
     bad = code_caused(result.events)
     if bad:
         raise RecompileError(explain(bad, f"{spec.name}: {len(bad)} recompile(s) caused by the "
                                           f"code ({counted}):"))
     if max_compiles is not None and result.compiles > max_compiles:
-        raise RecompileError(explain(result.of_kind("recompile"),
+        raise RecompileError(explain(result.of_kind(EventKind.RECOMPILE),
                                      f"{spec.name}: {counted}, more than the {max_compiles} allowed:"))
     return result
 

@@ -120,7 +120,7 @@ class Progress:
                 self._rich.start()
             except ImportError:
                 self._rich = None
-        self._task = None
+        self._task: Any = None
 
     def start(self, spec: TargetSpec) -> None:
         n = len(spec.shapes())
@@ -194,7 +194,10 @@ def run_targets(specs: List[TargetSpec], jobs: int = 1) -> List[TargetResult]:
         if stopping.is_set():
             return
         progress.start(spec)
-        result = runner.run_target(spec, on_shape=lambda row, s=spec: progress.shape(s, row))
+        def on_shape(row: ShapeRow) -> None:
+            progress.shape(spec, row)
+
+        result = runner.run_target(spec, on_shape=on_shape)
         if stopping.is_set():
             return  # killed by the interrupt: not a finished target
         if spec.suggest and not result.error:

@@ -61,7 +61,7 @@ class Coverage(logging.Handler):
             lazy = record.args[0] if isinstance(record.args, tuple) and record.args else None
             tx = getattr(getattr(lazy, "func", None), "__self__", None)
             code = getattr(tx, "f_code", None)
-            if code is not None and isinstance(getattr(tx, "lineno", None), int):
+            if code is not None and tx is not None and isinstance(getattr(tx, "lineno", None), int):
                 path, line = code.co_filename, tx.lineno
             else:
                 m = STARTS_LINE.search(record.getMessage())

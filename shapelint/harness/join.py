@@ -193,7 +193,8 @@ def annotate_targets(targets: List[TargetResult], findings: List[Finding]) -> No
             rules = set()
             for place in ev.locations():
                 rules.update(by_line.get((os.path.abspath(place[0]), place[1]), []))
-            for item in [ev, *ev.guards, *ev.also]:
+            items: List[Any] = [ev, *ev.guards, *ev.also]  # each has abspath, line, source
+            for item in items:
                 if item.abspath and item.line:
                     item.source = linecache.getline(item.abspath, int(item.line)).strip()
             ev.confirms = sorted(rules)

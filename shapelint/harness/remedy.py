@@ -44,8 +44,8 @@ def varying_dims(result: TargetResult) -> List[Tuple[str, int]]:
 
 
 def varying_ints(result: TargetResult) -> List[str]:
-    return sorted(src for src in result.varying if INT_SRC.match(src) and
-                  INT_SRC.match(src).group("name") not in ("self", "args", "kwargs"))
+    return sorted(src for src in result.varying for m in [INT_SRC.match(src)]
+                  if m and m.group("name") not in ("self", "args", "kwargs"))
 
 
 def promoted_dims(result: TargetResult) -> List[Tuple[str, int]]:
@@ -65,7 +65,7 @@ def promoted_dims(result: TargetResult) -> List[Tuple[str, int]]:
 
 def guarded_ints(result: TargetResult) -> List[str]:
     """Int arguments that varied and that a value guard names (``n == 1``)."""
-    names = {m.group("name"): src for src in varying_ints(result) for m in [INT_SRC.match(src)]}
+    names = {m.group("name"): src for src in varying_ints(result) for m in [INT_SRC.match(src)] if m}
     out = []
     for ev in result.of_kind(RECOMPILE):
         for g in ev.guards:
@@ -123,7 +123,6 @@ def propose(spec: TargetSpec, result: TargetResult) -> List[Remedy]:
     return out
 
 
-VIOLATED = re.compile(r"Constraints violated \((?P<srcs>[^)]*\))")
 SOURCE_DIM = re.compile(r"L\['(?P<name>\w+)'\](?:\['(?P<key>\w+)'\])?\.size\(\)\[(?P<dim>\d+)\]")
 
 

@@ -30,17 +30,13 @@ from shapelint.harness.blame import mark_benign, varying_sources
 from shapelint.harness.coverage import merge
 from shapelint.harness.target import TargetSpec
 
-SIGNALS = {signal.SIGKILL: "killed (SIGKILL; out of memory?)", signal.SIGSEGV: "segmentation fault",
+SIGNALS: Dict[int, str] = {signal.SIGKILL: "killed (SIGKILL; out of memory?)", signal.SIGSEGV: "segmentation fault",
            signal.SIGABRT: "aborted", signal.SIGBUS: "bus error"}
 #: what is kept of a worker's own output (stdout and stderr together)
 TAIL_BYTES = 16 * 1024
 
 _LIVE: Dict[int, Tuple[subprocess.Popen, str]] = {}
 _LIVE_LOCK = threading.Lock()
-
-
-class Interrupted(Exception):
-    """The run was stopped (Ctrl-C) while this target ran."""
 
 
 def stop_all() -> None:
@@ -233,20 +229,21 @@ def _display(ev: Event) -> Event:
     """Paths shown relative to the working directory (absolute ones kept in ``abspath``)."""
     if ev.abspath:
         ev.path = relpath(ev.abspath)
-    for item in [*ev.guards, *ev.also]:
+    items: List[Any] = [*ev.guards, *ev.also]  # each has path and abspath
+    for item in items:
         if item.abspath:
             item.path = relpath(item.abspath)
     return ev
 
 
 def assemble(spec: TargetSpec, records: List[Dict[str, Any]], error: Optional[str] = None) -> TargetResult:
-    meta = next((r for r in records if r.get("type") == "meta"), {})
+    meta: Dict[str, Any] = next((r for r in records if r.get("type") == "meta"), {})
     shapes = [r for r in records if r.get("type") == "shape"]
     rows = [load(ShapeRow, r["row"], "row") for r in shapes]
     done = next((r for r in records if r.get("type") == "done"), None)
-    last = done or (shapes[-1] if shapes else {})
+    last: Dict[str, Any] = done or (shapes[-1] if shapes else {})
     events = [_display(Event.from_json(e)) for r in shapes for e in r.get("events", [])]
-    varying = varying_sources(r.get("inputs") for r in shapes)
+    varying = varying_sources(r.get("inputs") or {} for r in shapes)
     mark_benign(events, varying)
     backend = spec.backend if not spec.mode else "inductor"
     result = TargetResult(

@@ -12,7 +12,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
-from shapelint.finding import DynamicMode
+from shapelint.finding import DynamicMode, Shape
 
 DEFAULT_BATCHES = [1, 2, 3, 4, 8, 17]
 
@@ -72,7 +72,7 @@ class TargetSpec:
                    seed=table.get("seed"), seed_each_shape=bool(table.get("seed-each-shape", True)),
                    suggest=bool(table.get("suggest", False)))
 
-    def shapes(self) -> List[Dict[str, Optional[int]]]:
+    def shapes(self) -> List[Shape]:
         seqs: List[Optional[int]] = list(self.seq_lens) if self.seq_lens else [None]
         return [{"batch": b, "seq_len": s} for b in self.batch_sizes for s in seqs]
 

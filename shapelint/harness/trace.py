@@ -2,7 +2,7 @@
 
 Both give the same event dicts: ``{"kind", "md", "payload", "frame_id", "frame_compile_id"}``,
 so the blame logic does not care where events came from. Facts used here are in
-``shared/notes/torch-signals.md`` (verified on torch 2.13): interned filenames, payload forms.
+``docs/torch-signals.md`` (verified on torch 2.13): interned filenames, payload forms.
 """
 
 from __future__ import annotations

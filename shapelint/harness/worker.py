@@ -463,7 +463,8 @@ def _entry_code(forward: Any) -> Any:
     fn = getattr(forward, "__func__", forward)
     code = getattr(fn, "__code__", None)
     if code is None and callable(forward):
-        code = getattr(getattr(type(forward), "__call__", None), "__code__", None)
+        call = getattr(type(forward), "__call__", None)  # noqa: B004 - its code, not a callable test
+        code = getattr(call, "__code__", None)
     return code
 
 
@@ -515,7 +516,10 @@ def attribute_writes(model: Any, current: Dict[str, Any], coverage: Any, name: s
             if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             for node in ast.walk(fn):
-                targets = []
+                line = getattr(node, "lineno", None)
+                if line is None:
+                    continue
+                targets: List[ast.expr] = []
                 if isinstance(node, ast.Assign):
                     targets = node.targets
                 elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
@@ -524,9 +528,9 @@ def attribute_writes(model: Any, current: Dict[str, Any], coverage: Any, name: s
                     for sub in ast.walk(t):
                         if isinstance(sub, ast.Attribute) and sub.attr == attr and \
                                 isinstance(sub.value, ast.Name) and sub.value.id == "self":
-                            found.append((os.path.abspath(path), node.lineno + start - 1, fn.name))
+                            found.append((os.path.abspath(path), line + start - 1, fn.name))
                 if _registers(node, attr):
-                    found.append((os.path.abspath(path), node.lineno + start - 1, fn.name))
+                    found.append((os.path.abspath(path), line + start - 1, fn.name))
     ran = [(p, ln) for p, ln, _ in found if ln in set(executed.get(p, ()))]
     if ran:
         return sorted(set(ran))
@@ -575,8 +579,11 @@ def run(spec: TargetSpec, out: Out) -> int:
     r_holder: Dict[str, Any] = {}
 
     def values(src: str) -> Any:
+        # the locals of the frame torch is recompiling (a resume frame holds ___stack0 and
+        # the values its function computed before the break), else the entry's arguments
+        scope = r_holder.get("frame_locals") or r_holder["replay"].current
         try:
-            value = eval(src, {"__builtins__": {}}, {"L": r_holder["replay"].current})  # noqa: S307
+            value = eval(src, {"__builtins__": {}}, {"L": scope})  # noqa: S307
         except Exception:
             tape.write(t="value", src=src, error=True)
             raise
@@ -605,7 +612,7 @@ def run(spec: TargetSpec, out: Out) -> int:
 
     tape_strings: set = set()
     source, feed = choose_trace_source(collector, on_event)
-    report_all_failed_guards(recorder)
+    report_all_failed_guards(recorder, lambda f_locals: r_holder.__setitem__("frame_locals", f_locals))
     coverage = Coverage()  # lines traced into the compiled region (coverage.py)
     coverage.attach()
     os.environ.pop("TORCH_COMPILE_JOB_ID", None)  # PGO across processes makes runs irreproducible
@@ -649,13 +656,17 @@ def run(spec: TargetSpec, out: Out) -> int:
     return 0
 
 
-def report_all_failed_guards(recorder: Any) -> None:
+def report_all_failed_guards(recorder: Any,
+                             on_frame: Callable[[Optional[Dict[str, Any]]], None] = lambda f: None) -> None:
     """Before torch explains a recompile, re-check every value guard (``L['n'] == 8``) of the
     cache entries that failed and log the failing ones as a ``shapelint_failed_guards``
     artifact. torch's reason names only an entry's first failing guard, and its guard tree
     checks first what failed before, so an int that crossed a graph break beside a tensor
-    whose dim changed too is seldom the one named. Best effort: any error leaves torch's own
-    path untouched."""
+    whose dim changed too is seldom the one named. While torch explains, ``on_frame`` holds
+    the locals of the frame being recompiled: the failed entry's shape guards are re-evaluated
+    against them (a resume frame's ``L['attention_mask']`` is the trimmed mask its function
+    computed before the break, not the entry's argument). Best effort: any error leaves
+    torch's own path untouched."""
     try:
         import torch._dynamo.convert_frame as convert_frame
         from torch._logging import trace_structured
@@ -690,7 +701,14 @@ def report_all_failed_guards(recorder: Any) -> None:
                         payload_fn=lambda: found)
             except Exception:  # noqa: BLE001
                 pass
-        return original(cache_entries, frame, *args, **kwargs)
+        try:
+            on_frame(dict(frame.f_locals))
+        except Exception:  # noqa: BLE001
+            on_frame(None)
+        try:
+            return original(cache_entries, frame, *args, **kwargs)
+        finally:
+            on_frame(None)
 
     wrapped._shapelint = True  # type: ignore[attr-defined]
     convert_frame.get_and_maybe_log_recompilation_reasons = wrapped
@@ -711,11 +729,11 @@ def _count_cudagraph_recordings(spec: TargetSpec, device: str) -> List[int]:
 
             original = ct.CUDAGraphTreeManager.record_function
 
-            def counting(self, *a, **kw):  # type: ignore[no-untyped-def]
+            def counting(self, *a, **kw):
                 records[0] += 1
                 return original(self, *a, **kw)
 
-            ct.CUDAGraphTreeManager.record_function = counting  # type: ignore[assignment]
+            ct.CUDAGraphTreeManager.record_function = counting  # type: ignore[method-assign]
         except Exception:  # noqa: BLE001
             pass
     return records

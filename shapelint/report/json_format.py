@@ -6,11 +6,11 @@ import json
 from typing import Any, Dict, List
 
 from shapelint import __version__
-from shapelint.finding import CheckResult
+from shapelint.finding import CheckResult, TargetResult
 from shapelint.report.escape import defuse_json
 
 
-def document(result: CheckResult, targets: List[Dict[str, Any]]) -> Dict[str, Any]:
+def document(result: CheckResult, targets: List[TargetResult]) -> Dict[str, Any]:
     doc: Dict[str, Any] = {
         "version": __version__,
         "files_checked": result.files_checked,

@@ -27,8 +27,8 @@ def changed_lines_of_pull_request() -> Optional[Dict[str, Set[int]]]:
 
 
 def ranked(findings: List[Finding], changed: Optional[Dict[str, Set[int]]] = None) -> List[Finding]:
-    """By status (shapelint.finding.Status: confirmed first, predicted last), lines the pull request changed first, errors before
-    warnings, then by place."""
+    """By status (shapelint.finding.Status: confirmed first, predicted last), lines the pull
+    request changed first, errors before warnings, then by place."""
     from shapelint.gitdiff import is_changed
 
     def key(f: Finding):

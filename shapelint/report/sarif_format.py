@@ -15,7 +15,7 @@ from typing import Any, Dict, List
 from urllib.parse import quote
 
 from shapelint import __version__
-from shapelint.finding import CheckResult
+from shapelint.finding import CheckResult, TargetResult
 from shapelint.report.escape import clean, defuse_json
 from shapelint.schema import dump
 
@@ -61,7 +61,8 @@ def _rule(r) -> Dict[str, Any]:
     return {
         "id": r.code, "name": r.name,
         "shortDescription": {"text": r.summary},
-        "fullDescription": {"text": doc.split("## Why is this bad?")[0].replace("## What it does", "").strip() or r.summary},
+        "fullDescription": {"text": doc.split("## Why is this bad?")[0].replace("## What it does", "").strip()
+                            or r.summary},
         "help": {"text": doc, "markdown": doc},
         "defaultConfiguration": {"level": LEVEL.get(r.severity, "warning"),
                                  "enabled": on_by_default(r)},
@@ -72,7 +73,7 @@ def _rule(r) -> Dict[str, Any]:
     }
 
 
-def document(result: CheckResult, rules: Dict[str, Any], targets: List[Dict[str, Any]]) -> Dict[str, Any]:
+def document(result: CheckResult, rules: Dict[str, Any], targets: List[TargetResult]) -> Dict[str, Any]:
     root = source_root()
     codes = list(rules)
     results = []

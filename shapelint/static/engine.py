@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple, Ty
 from shapelint import api
 from shapelint.api import Rule
 from shapelint.config import Settings
-from shapelint.finding import CheckResult, FileError, Finding, Location, Snippet, relpath
+from shapelint.finding import CheckResult, FileError, Finding, Location, Severity, Snippet, relpath
 from shapelint.static import dynamo
 from shapelint.static import files as files_mod
 from shapelint.static import parallel
@@ -30,7 +30,6 @@ if TYPE_CHECKING:  # pragma: no cover
     import libcst as cst
 
 UNUSED_SUPPRESSION = "SL001"
-PARSE_ERROR = "SL000"
 #: what ``ast`` raises on a file it cannot read (ValueError: NUL bytes and the like)
 PARSE_FAILURES = (SyntaxError, ValueError, RecursionError, MemoryError)
 
@@ -74,8 +73,9 @@ class Engine(api.ReportSink):
         self._failed_rules: Dict[Tuple[str, str], Tuple[str, int, str]] = {}
 
     # -- ReportSink -----------------------------------------------------------------------------
-    def report(self, rule: Rule, fn: FunctionContext, node: "cst.CSTNode", message: str,
+    def report(self, rule: Rule, fn: FunctionContext, node: "cst.CSTNode", message: str,  # type: ignore[override]
                hint: str, near=None, unless_nested: Optional[str] = None) -> None:
+        # the walker hands its own FunctionContext (api.Function is what rules see of it)
         line, col, end_line, end_col = fn.position(node, near)
         key = (rule.code, fn.path, line, col)
         order = self._entry_order.get(fn.root, len(self._entry_order))
@@ -85,7 +85,7 @@ class Engine(api.ReportSink):
         self._journal.append([key, fn.symbol, list(have), False])
         _keep(self._findings.setdefault(key, []), (Finding(
             rule=rule.code, name=rule.name, location=Location(fn.path, line, col, end_line, end_col),
-            message=message, severity=rule.severity, symbol=fn.symbol, evidence=tuple(rule.evidence),
+            message=message, severity=Severity(rule.severity), symbol=fn.symbol, evidence=tuple(rule.evidence),
             hint=hint, registry_ids=tuple(rule.registry_ids),
             source_line=fn.module.line_text(line).strip(),
             snippet=fn.module.snippet(line)), unless_nested, order))
@@ -274,15 +274,16 @@ class Engine(api.ReportSink):
         self._finish_rules()
         errors = self._function_errors()
         for payload in payloads:
-            for key, candidates in payload["findings"].items():  # type: ignore[union-attr]
+            for key, candidates in payload["findings"].items():
                 for cand in candidates:
                     if not _outranked(self._findings.get(key, ()), cand[1], cand[2]):
                         _keep(self._findings.setdefault(key, []), cand)
-            parallel.merge_graph(self.analyzer.graph, payload["edges"], payload["nodes"])  # type: ignore[arg-type,union-attr]
-            self._parsed_elsewhere.update(payload["parsed"])  # type: ignore[arg-type]
-            errors.extend(e for e in payload["function_errors"] if e not in errors)  # type: ignore[union-attr]
-            for key, error in payload["rule_errors"]:  # type: ignore[union-attr]
-                self._failed_rules.setdefault(tuple(key), error)  # type: ignore[arg-type]
+            assert self.analyzer is not None
+            parallel.merge_graph(self.analyzer.graph, payload["edges"], payload["nodes"])
+            self._parsed_elsewhere.update(payload["parsed"])
+            errors.extend(e for e in payload["function_errors"] if e not in errors)
+            for key, error in payload["rule_errors"]:
+                self._failed_rules.setdefault(tuple(key), error)
         return errors
 
     def _finish_rules(self) -> None:
@@ -377,7 +378,7 @@ class Engine(api.ReportSink):
                     rule=rule.code, name=rule.name,
                     location=Location(src.path, sup.line, sup.column),
                     message=f"unused suppression: {', '.join(idle)} reported nothing on this line",
-                    severity=rule.severity, hint=rule.hint,
+                    severity=Severity(rule.severity), hint=rule.hint,
                     source_line=lines[sup.line - 1].strip() if 0 < sup.line <= len(lines) else "",
                     snippet=Snippet.around(lines, sup.line)))
         return out
@@ -538,7 +539,8 @@ def _importers(sources: Sequence[files_mod.SourceFile], index: Dict[str, List[st
     names.discard("__init__")
     if not names:
         return []
-    pattern = re.compile(r"^\s*(?:from\s+[\w.]*\b(?:%s)\b|import\s+[\w., ]*\b(?:%s)\b|from\s+[\w.]+\s+import\s+[^#\n]*\b(?:%s)\b)"
+    pattern = re.compile(r"^\s*(?:from\s+[\w.]*\b(?:%s)\b|import\s+[\w., ]*\b(?:%s)\b"
+                         r"|from\s+[\w.]+\s+import\s+[^#\n]*\b(?:%s)\b)"
                          % (("|".join(map(re.escape, names)),) * 3), re.M)
     taken = set(found)
     out: List[files_mod.SourceFile] = []

@@ -10,7 +10,7 @@ import io
 import os
 import tokenize
 from dataclasses import dataclass
-from typing import Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Iterable, List, Optional, Sequence, Tuple, Union
 
 from shapelint.finding import FileError, relpath
 
@@ -101,10 +101,10 @@ def discover(paths: Iterable[str], exclude: Sequence[str] = (),
         if listed is not None:  # what git tracks or would track: .gitignore respected
             found.extend(f for f in listed if not _excluded(f, patterns, root, split))
             continue
-        for dirpath, dirnames, filenames in os.walk(root, followlinks=True,
-                                                    onerror=lambda e: errors.append(
-                                                        FileError(relpath(e.filename or root), 1, 1,
-                                                                  f"cannot list directory: {e.strerror}"))):
+        def unlisted(e: OSError, root: str = root) -> None:
+            errors.append(FileError(relpath(e.filename or root), 1, 1, f"cannot list directory: {e.strerror}"))
+
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=True, onerror=unlisted):
             real = os.path.realpath(dirpath)
             if real in seen_dirs:  # a symlink loop, or the same tree twice
                 dirnames[:] = []
@@ -156,11 +156,6 @@ def read_source(abspath: str) -> Union[SourceFile, FileError]:
     if text.startswith("\ufeff"):
         text = text[1:]
     return SourceFile(shown, abspath, text, hashlib.sha256(raw).hexdigest())
-
-
-def iter_sources(files: Iterable[str]) -> Iterator[Union[SourceFile, FileError]]:
-    for f in files:
-        yield read_source(f)
 
 
 def module_name_for(abspath: str) -> Tuple[str, str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -21,7 +21,7 @@ Position = Tuple[int, int, int, int]  # line, column (1-based), end line, end co
 
 _STUB = cst.IndentedBlock(body=[cst.SimpleStatementLine(body=[cst.Pass()])])
 _BODY_FIELDS = frozenset({"body", "orelse", "handlers", "finalbody", "cases"})
-_PAIRS = {
+_PAIRS: Dict[type, Tuple[Any, ...]] = {
     cst.If: (ast.If,), cst.For: (ast.For, ast.AsyncFor), cst.While: (ast.While,),
     cst.With: (ast.With, ast.AsyncWith), cst.Try: (ast.Try,),
     cst.FunctionDef: (ast.FunctionDef, ast.AsyncFunctionDef), cst.ClassDef: (ast.ClassDef,),
@@ -64,7 +64,7 @@ class FunctionPositions:
         self._minis: Dict[int, cst.Module] = {}
         self._mini_code: Dict[int, List[str]] = {}  # ids of `elif` Ifs: their own module writes `if`, 2 shorter
         self._paired: Optional[bool] = None
-        self._whole = None  # PositionProvider over the function's lines, when pairing failed
+        self._whole: Any = None  # PositionProvider over the function's lines, when pairing failed
 
     def position(self, node: cst.CSTNode, near: Optional[cst.CSTNode] = None) -> Optional[Position]:
         """``node``'s position, or None when it is not part of this function. ``near`` is the
@@ -88,10 +88,10 @@ class FunctionPositions:
             return (line, col + 1, end_line, max(end_col, 1))  # a whole compound statement
         table, ref = self._table(stmt)
         try:
-            rng = table[node]  # type: ignore[index]
+            rng = table[node]
         except KeyError:
             return (line, col + 1, line, col + 1)
-        base = table[ref].start  # type: ignore[index]
+        base = table[ref].start
         if id(stmt) in self._elifs:
             col += 2
 
@@ -180,21 +180,21 @@ class FunctionPositions:
                     self._owner[i] = stmt
         return self._owner
 
-    def _compound(self, node: cst.CSTNode, tree: ast.stmt) -> None:
+    def _compound(self, node: Any, tree: Any) -> None:  # a pair of _PAIRS: checked below
         kinds = _PAIRS.get(type(node))
         if kinds is None or not isinstance(tree, kinds):
             raise _Mismatch()
         self._span(node, tree)
         self._header(node)
-        self._suite(node.body, tree.body)  # type: ignore[attr-defined]
+        self._suite(node.body, tree.body)
         orelse = getattr(node, "orelse", None)
         if isinstance(orelse, cst.If):
-            if len(tree.orelse) != 1:  # type: ignore[attr-defined]
+            if len(tree.orelse) != 1:
                 raise _Mismatch()
             self._elifs.add(id(orelse))
-            self._compound(orelse, tree.orelse[0])  # type: ignore[attr-defined]
+            self._compound(orelse, tree.orelse[0])
         elif isinstance(orelse, cst.Else):
-            self._suite(orelse.body, tree.orelse)  # type: ignore[attr-defined]
+            self._suite(orelse.body, tree.orelse)
         elif orelse is None and getattr(tree, "orelse", None):
             raise _Mismatch()
         handlers = getattr(node, "handlers", ())
@@ -206,7 +206,7 @@ class FunctionPositions:
             self._suite(h.body, th.body)
         final = getattr(node, "finalbody", None)
         if final is not None:
-            self._suite(final.body, tree.finalbody)  # type: ignore[attr-defined]
+            self._suite(final.body, tree.finalbody)
 
     # -- one statement's own module ------------------------------------------------------------
     def _mini_line(self, stmt: cst.CSTNode, number: int) -> str:
@@ -226,11 +226,11 @@ class FunctionPositions:
                 ref = stmt.with_changes(body=_STUB)
                 mini = cst.Module(body=[cst.Try(body=_STUB, handlers=[ref])])
             else:
-                changes = {"body": _STUB}
+                changes: Dict[str, Any] = {"body": _STUB}
                 if hasattr(stmt, "orelse"):
                     changes["orelse"] = None
                 ref = stmt.with_changes(**changes)
-                mini = cst.Module(body=[ref])
+                mini = cst.Module(body=[ref])  # type: ignore[list-item]  # a compound statement
             table = _positions_of(mini)
             self._minis[id(stmt)] = mini
             cached = self._tables[id(stmt)] = (table, ref)

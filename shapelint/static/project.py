@@ -188,7 +188,7 @@ def _parse_function_text(text: str, indented: bool
         with _unvalidated():
             module = cst.parse_module(text)
         stmt = module.body[0]
-        return module, (stmt.body.body[0] if indented else stmt)  # type: ignore[attr-defined]
+        return module, (stmt.body.body[0] if indented else stmt)  # type: ignore[union-attr]
     except (cst.ParserSyntaxError, RecursionError, IndexError, AttributeError) as exc:
         return getattr(exc, "message", None) or type(exc).__name__
 
@@ -402,8 +402,8 @@ class ModuleInfo:
                     m.decorators = self._decorators(stmt)
                     cls.methods[m.name] = m
         globals_ = GLOBAL_STMT.finditer(self.source.text) if "global" in self.source.text else ()
-        for m in globals_:  # `global X` inside a function
-            self.mutated_globals.update(n.strip() for n in m.group(1).split(",") if n.strip())
+        for g in globals_:  # `global X` inside a function
+            self.mutated_globals.update(n.strip() for n in g.group(1).split(",") if n.strip())
 
     def _all_functions(self) -> Iterable[FunctionInfo]:
         yield from self.functions.values()
@@ -450,8 +450,8 @@ def _flatten_toplevel(body: Iterable[ast.stmt]) -> Iterable[ast.stmt]:
             yield from _flatten_toplevel(stmt.body)
             yield from _flatten_toplevel(stmt.orelse)
         elif isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
-            yield from _flatten_toplevel(stmt.body)  # the fallback in `except` does not win
-            yield from _flatten_toplevel(stmt.orelse)
+            yield from _flatten_toplevel(stmt.body)  # type: ignore[attr-defined]  # the except's fallback does not win
+            yield from _flatten_toplevel(stmt.orelse)  # type: ignore[attr-defined]
         else:
             yield stmt
 
@@ -497,7 +497,7 @@ def _init_attrs(init: FunctionNode, module: ModuleInfo) -> Dict[str, AttrInfo]:
     attrs: Dict[str, AttrInfo] = {}
     for node in _statements(init.body):  # in source order: the first store decides, unless vague
         if isinstance(node, ast.Expr):
-            node = node.value
+            node = node.value  # type: ignore[assignment]  # a call statement: the call
         if isinstance(node, ast.Call):
             fname = ast_dotted(node.func) or ""
             if fname.endswith(("register_buffer", "register_parameter")) and node.args and \

@@ -11,11 +11,11 @@ from typing import Dict, List, Optional, Set, Tuple
 NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z0-9]+(?:[\s,]+[A-Za-z0-9]+)*))?", re.I)
 IGNORE = re.compile(r"#\s*shapelint:\s*ignore(?:\[(?P<codes>[^\]]*)\])?")
 #: a comment that can suppress or name a shapelint code, as a superset of what NOQA, IGNORE
-#: and FILE_NOQA read: a blanket ``# noqa`` (no code list right after it, ``# noqa : E501``
-#: included), a ``# noqa:`` list with a code that a known code starts with (``S``, ``SL``,
-#: ``SL1``, ``SL101``; a user rule's ``CU001`` once its rules are loaded, see
-#: :func:`know_codes`), a ``shapelint:`` directive. Files with none (only ``# noqa: E501`` and
-#: the like, common in large trees) skip the tokenizer, which finds the real comments.
+#: and FILE_NOQA read: a blanket noqa (no code list right after it, "noqa : E501" included), a
+#: noqa list with a code that a known code starts with (``S``, ``SL``, ``SL1``, ``SL101``; a
+#: user rule's ``CU001`` once its rules are loaded, see :func:`know_codes`), a ``shapelint:``
+#: directive. Files with none (only noqa lists of other tools' codes such as E501, common in
+#: large trees) skip the tokenizer, which finds the real comments.
 _PREFIXES = {"SL"}
 
 
@@ -86,8 +86,8 @@ class Suppressions:
         if not MAY_MATTER.search(text):
             return
         for lineno, col, comment in _comments(text):
-            if FILE_NOQA.match(comment):
-                m = FILE_NOQA.match(comment)
+            m = FILE_NOQA.match(comment)
+            if m:
                 self.file_level.append(Suppression(lineno, col, _codes(m.group("codes"))))
                 continue
             for rx in (NOQA, IGNORE):

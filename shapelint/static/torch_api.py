@@ -24,7 +24,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Dict, Iterable, Iterator, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 DATA_FILE = "torch_api.json"
 
@@ -155,7 +155,7 @@ def _parse_ret(text: str) -> Tuple[str, Optional[int], bool]:
 
 
 def _parse_params(items: Sequence[str]) -> Tuple[Param, ...]:
-    out = []
+    out: List[Param] = []
     kind = POSITIONAL
     for item in items:
         if item == "/":
@@ -336,14 +336,14 @@ def _shape_bind(ov: Overload, npos: int, kwnames: Tuple[str, ...],
         binding[varargs.name] = ("varpos", len(positional))
     has_varkw = ov.varkw is not None
     for kw in kwnames:
-        p = ov.param(kw)
-        if p is None or p.kind not in (POSITIONAL, KEYWORD_ONLY):
-            if has_varkw and (p is None or p.kind == POSITIONAL_ONLY):
+        named = ov.param(kw)
+        if named is None or named.kind not in (POSITIONAL, KEYWORD_ONLY):
+            if has_varkw and (named is None or named.kind == POSITIONAL_ONLY):
                 continue  # swallowed by **kwargs
             return None
-        if p.name in binding:
+        if named.name in binding:
             return None  # given twice
-        binding[p.name] = ("kw", kw)
+        binding[named.name] = ("kw", kw)
     for p in ov.params:
         if p.required and p.name not in binding:
             return None
