@@ -92,7 +92,7 @@ def test_fixture_passes_and_fails_with_guilty_lines(pytester):
     res.assert_outcomes(passed=2, failed=1)
     out = res.stdout.str()
     assert "1 recompile(s) caused by the code (3 compiles)" in out
-    assert "recompile at x=(8, 3) in forward" in out and "at ?" not in out
+    assert "recompile at x=(8, 3) in Branchy.forward" in out and "at ?" not in out
     assert "models.py:6: if x.shape[0] > 4:" in out and "[predicted by SL101 size-branch]" in out
 
 
@@ -117,7 +117,7 @@ def test_marker_replays_in_a_subprocess(pytester):
     failures = out.split("short test summary info")[0]
     assert failures.count("recompile(s) caused by the code") == 1
     assert "During handling of the above exception" not in out
-    assert "recompile at batch=8 in forward" in out
+    assert "recompile at batch=8 in Branchy.forward" in out
     assert "models.py:6: if x.shape[0] > 4:" in out and "SL101" in out
 
 

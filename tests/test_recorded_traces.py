@@ -121,7 +121,7 @@ def test_size_branch_one_record_per_recompile_blamed_on_its_line():
     # the one recompile holds every failed cache entry's guard
     assert {g.entry for g in branch.guards} == {"0/0", "0/1"}
     assert [g.detail for g in branch.guards] == ["shape-guard", "input-dynamic"]
-    assert branch.guards[0].guard == "s77 < 10"
+    assert branch.guards[0].guard == "x.size()[0] < 10"  # torch's s77, named by its source
 
 
 def test_int_argument_value_guard():

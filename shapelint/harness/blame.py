@@ -47,6 +47,8 @@ INPUT_MISMATCH = re.compile(
 INPUT_REASONS = ("size mismatch", "stride mismatch", "rank mismatch", "dtype mismatch",
                  "device mismatch", "device index mismatch", "requires_grad mismatch",
                  "dispatch key set mismatch")
+#: a symbol of torch's ShapeEnv (``s2``, ``s53``; ``u0`` for unbacked), named by its source
+SYMBOL = re.compile(r"\b[su]\d+\b")
 LIMIT = re.compile(r"exceeding the (?P<kind>\w+) cache size limit \(currently set to (?P<n>\d+)\)")
 UNHANDLED_BREAK = "Failed to handle graph break gracefully"
 #: torch code that adds guards of its own inside a kernel (the user line only calls it)
@@ -420,9 +422,10 @@ class Recorder:
         self._label(self.events[-1], p["key"])
 
     def fell_back(self, frame: Optional[Dict[str, Any]]) -> bool:
-        """Whether torch already gave up compiling this frame (a fallback names it)."""
-        name = (frame or {}).get("name")
-        return bool(name) and any(e.kind == FALLBACK and e.frame == name for e in self.events)
+        """Whether torch already gave up compiling this frame (a fallback of its code)."""
+        ids = {str(fid) for fid, fr in self.frames.items() if fr is frame}
+        return bool(ids) and any(e.kind == FALLBACK and e.compile_id.split("/")[0] in ids
+                                 for e in self.events)
 
     def _specialization(self, md: Dict[str, Any], key: Tuple[Any, Any]) -> None:
         where = self.user_frame(md.get("user_stack"))
@@ -680,12 +683,13 @@ class Recorder:
             except Exception:  # noqa: BLE001 - an unevaluable guard is skipped
                 continue
             where = self.user_frame(md.get("user_stack"))
+            shown = SYMBOL.sub(lambda m: symbols.get(m.group(0), m.group(0)), str(md.get("expr")))
             if not md.get("user_stack"):
-                failed.append(Guard(detail=Blame.BACKEND, guard=str(md.get("expr")),
+                failed.append(Guard(detail=Blame.BACKEND, guard=shown,
                                     note="guard added by the backend (AOTAutograd/Inductor): "
                                          "torch records no user stack for it"))
             else:
-                failed.append(Guard(detail=Blame.SHAPE_GUARD, guard=str(md.get("expr")),
+                failed.append(Guard(detail=Blame.SHAPE_GUARD, guard=shown,
                                     abspath=where[0] if where else None,
                                     line=where[1] if where else None,
                                     framework=self.framework_guard(md),
