@@ -126,6 +126,14 @@ def varying_sources(inputs: Iterable[Dict[str, Any]]) -> Set[str]:
     return {src for src, vals in seen.items() if len(vals) > 1}
 
 
+def _unknown_value(source: str) -> Any:
+    raise KeyError(source)
+
+
+def _no_writes(path: str) -> List[Tuple[str, int]]:
+    return []
+
+
 class Recorder:
     """Consumes trace events during a replay and keeps blamed :class:`Event` objects.
 
@@ -134,22 +142,23 @@ class Recorder:
     cannot; ``attribute_writes(path)`` returns the (file, line) of the writes of a module
     attribute (``self.cache``) that the replay ran."""
 
-    def __init__(self, strings: Any, values: Callable[[str], Any] = None, mode: str = "auto",
-                 attribute_writes: Callable[[str], List[Tuple[str, int]]] = None,
+    def __init__(self, strings: Any, values: Optional[Callable[[str], Any]] = None, mode: str = "auto",
+                 attribute_writes: Optional[Callable[[str], List[Tuple[str, int]]]] = None,
                  tdir: Optional[str] = None) -> None:
         self.c = strings
-        self.values = values or (lambda src: (_ for _ in ()).throw(KeyError(src)))
-        self.attribute_writes = attribute_writes or (lambda path: [])
+        self.values: Callable[[str], Any] = values or _unknown_value
+        self.attribute_writes: Callable[[str], List[Tuple[str, int]]] = attribute_writes or _no_writes
         self.mode = mode
         self.names = Names()
         self.torch_dir = tdir or torch_dir()
         self.shape: Dict[str, Any] = {}
         self.compiles = 0
         self.frames: Dict[int, Dict[str, Any]] = {}
-        self.guards: Dict[Tuple[int, int], List[Dict[str, Any]]] = {}
-        self.symbols: Dict[Tuple[int, int], Dict[str, str]] = {}
+        #: per compile (frame id, compile id, as the trace gives them)
+        self.guards: Dict[Tuple[Any, Any], List[Dict[str, Any]]] = {}
+        self.symbols: Dict[Tuple[Any, Any], Dict[str, str]] = {}
         #: per compile, its guards on Python ints (``L['n'] == 8``) with the user line of each
-        self.value_guards: Dict[Tuple[int, int], List[Dict[str, Any]]] = {}
+        self.value_guards: Dict[Tuple[Any, Any], List[Dict[str, Any]]] = {}
         #: per frame, the value guards of its cache entries that failed along with the one
         #: torch's reason names (the worker re-checks them: ``shapelint_failed_guards``)
         self._also_failed: Dict[Any, List[Tuple[Tuple[int, int], str]]] = {}
@@ -161,7 +170,7 @@ class Recorder:
         self._unhandled: Dict[Tuple[int, int], Event] = {}  # graph breaks Dynamo could not resume
         self._fallback_seen: set = set()
         # the shape of the call, from the inputs a compile describes (when no shape is set)
-        self._described: Dict[Any, Dict[str, Any]] = {}
+        self._described: Dict[Any, Any] = {}
         self._unlabelled: Dict[Tuple[Any, Any], List[Event]] = {}
         self._labels: Dict[Tuple[Any, Any], List[str]] = {}
 
@@ -238,8 +247,9 @@ class Recorder:
         return None
 
     def frame_of(self, frame_id: Any) -> Dict[str, Any]:
-        return self.frames.get(frame_id) if isinstance(frame_id, int) and frame_id in self.frames \
-            else {"name": "", "path": None, "line": None, "compiles": 0}
+        if isinstance(frame_id, int) and frame_id in self.frames:
+            return self.frames[frame_id]
+        return {"name": "", "path": None, "line": None, "compiles": 0}
 
     # -- shapes -----------------------------------------------------------------------------------
     def begin_shape(self, shape: Dict[str, Any]) -> None:
@@ -316,7 +326,7 @@ class Recorder:
         label = self._labels.setdefault(key, [])
         name = src[3:-2] if src.endswith("']") else src
         label.append(f"{name}=({', '.join(str(s) for s in size)}{',' if len(size) == 1 else ''})")
-        text = {"label": " ".join(label)}
+        text: Dict[str, Any] = {"label": " ".join(label)}
         for ev in self._unlabelled.pop(key, []):
             ev.shape = text
         # an event of a compile that described no input (a break before the first use of
@@ -430,10 +440,10 @@ class Recorder:
     def _specialization(self, md: Dict[str, Any], key: Tuple[Any, Any]) -> None:
         where = self.user_frame(md.get("user_stack"))
         sources = [str(x) for x in md.get("sources") or []]
-        key = (where[:2] if where else None, str(sources), md.get("value"))
-        if key in self._spec_seen:
+        seen = (where[:2] if where else None, str(sources), md.get("value"))
+        if seen in self._spec_seen:
             return
-        self._spec_seen.add(key)
+        self._spec_seen.add(seen)
         self.events.append(Event(
             kind=SPECIALIZATION, shape=dict(self.shape), symbol=md.get("symbol"),
             value=None if md.get("value") is None else str(md.get("value")),
@@ -546,11 +556,14 @@ class Recorder:
         if not guards:
             guards = [Guard(detail=Blame.UNKNOWN, text="torch gave no reason",
                             note="torch gave no reason")]
-        named = [g for g in guards if not g.also] or guards  # torch's reason first
+        # the newest cache entry's failure is the cause (the older entries failed before:
+        # that is why the newer one exists), torch's own reason first among its guards
+        cause = Event(kind=RECOMPILE, guards=guards).cause
+        named = [g for g in cause if not g.also] or cause
         primary = next((g for g in named if g.abspath and not g.framework), None) or \
             next((g for g in named if g.abspath), None) or named[0]
-        framework = all(g.framework for g in guards if g.abspath) and \
-            any(g.abspath for g in guards)
+        framework = all(g.framework for g in cause if g.abspath) and \
+            any(g.abspath for g in cause)
         # torch's own step: the reason says what torch did (the 0/1 specialization keeps
         # torch's text, which names the size)
         steps = primary.detail in TORCH_STEPS and primary.detail != Blame.SIZE_ONE
@@ -579,7 +592,7 @@ class Recorder:
         entry = (int(head.group("frame")), int(head.group("compile"))) if head else None
         body = head.group("text") if head else text
         summary = body.split("\n")[0].split("  #")[0].strip()
-        base = {"entry": f"{entry[0]}/{entry[1]}" if entry else None, "text": summary[:300]}
+        base: Dict[str, Any] = {"entry": f"{entry[0]}/{entry[1]}" if entry else None, "text": summary[:300]}
 
         def guard(**kw: Any) -> Guard:
             return Guard(**base, **kw)
@@ -634,14 +647,14 @@ class Recorder:
             return [guard(detail=Blame.SIZE_ONE,
                           note="a size-1 input after a dynamic compile (0/1 specialization): "
                                "torch never makes sizes 0 and 1 symbolic")]
-        where = self.short_frame(body)
-        if where and "0/1 specialization" in body and "2 <= " in body.split("#")[0] \
+        short = self.short_frame(body)
+        if short and "0/1 specialization" in body and "2 <= " in body.split("#")[0] \
                 and "<=" not in body.split("#")[0].split("2 <=", 1)[1]:
-            return [guard(detail=Blame.SIZE_ONE, abspath=where[0], line=where[1],
+            return [guard(detail=Blame.SIZE_ONE, abspath=short[0], line=short[1],
                           note="0/1 specialization; the line is the first use of the size")]
         return [guard(detail=Blame.SHAPE_GUARD, guard=summary,
-                      abspath=where[0] if where else None, line=where[1] if where else None,
-                      note="" if where else "torch's reason names no user line and the "
+                      abspath=short[0] if short else None, line=short[1] if short else None,
+                      note="" if short else "torch's reason names no user line and the "
                                              "guard could not be re-evaluated")]
 
     def _reevaluate(self, entry: Tuple[int, int]) -> Optional[List[Guard]]:

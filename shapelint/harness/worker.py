@@ -733,7 +733,7 @@ def _count_cudagraph_recordings(spec: TargetSpec, device: str) -> List[int]:
                 records[0] += 1
                 return original(self, *a, **kw)
 
-            ct.CUDAGraphTreeManager.record_function = counting  # type: ignore[method-assign]
+            ct.CUDAGraphTreeManager.record_function = counting
         except Exception:  # noqa: BLE001
             pass
     return records
