@@ -1,4 +1,4 @@
-from shapelint.api import NameUse, Rule, Tag, varying_size
+from shapelint.api import Kind, NameUse, Rule, Tag, varying_size
 
 
 class SizeAcrossBreak(Rule):
@@ -82,6 +82,10 @@ class M(torch.nn.Module):
         v = site.value
         if varying_size(v):
             what = f"holds the tensor size {site.fn.describe(v.origin)}"
+        elif v.has(Tag.DATA) and not v.is_tensor and v.kinds == {Kind.INT}:
+            # (an int: a float crossing a break is not specialized by default, measured on
+            # the shared case b45: no recompile as `peak` changed)
+            what = f"was read from tensor data ({site.fn.describe(v.origin)})"
         elif site.frame_input and v.has(Tag.INSTANCE) and not v.is_tensor:
             what = "differs from layer to layer (a loop index or a per-layer attribute)"
         else:

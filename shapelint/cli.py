@@ -85,6 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="replay under torch.no_grad() (inference); default: grad enabled")
     run.add_argument("--memory-limit-mb", type=int,
                      help="address-space limit for the target's process (an allocation past it fails)")
+    run.add_argument("--show-library", action="store_true",
+                     help="also report findings in library code outside the project that the "
+                          "replay never confirmed (default: only those torch confirmed, and "
+                          "events no rule predicted)")
     run.add_argument("--no-static", action="store_true",
                      help="skip the static pass (and so the join: no finding is confirmed or unpredicted)")
     run.add_argument("--seed", type=int, help="torch.manual_seed before building the model and "
@@ -318,6 +322,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     1 when a target fails; 130 after Ctrl-C, with what had finished reported."""
     from shapelint.harness import command as harness
     from shapelint.harness.join import annotate_targets, join
+    from shapelint.harness.scope import project_root as scope_project_root
+    from shapelint.harness.scope import scope_findings, scope_targets
 
     settings, rules, enabled = resolve_settings(args, ["."])
     specs = harness.build_targets(args, settings)
@@ -336,6 +342,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     result.findings = join(result.findings, results, harness.exercised_files(results), rules,
                            unpredicted=not args.no_static and interrupted is None)
     annotate_targets(results, result.findings)
+    project = scope_project_root(settings.config_path)
+    search = [spec.base_dir for spec in specs]
+    result.findings = scope_findings(result.findings, project, args.show_library, search)
+    scope_targets(results, project, search)
     result = apply_filters(args, result, settings)
     status = emit(args, settings, result, rules, targets=results, fail_on_findings=False)
     if interrupted is not None:
@@ -354,7 +364,13 @@ def _static_for_run(args, settings, rules, enabled, specs, results) -> CheckResu
 
     from shapelint.harness.command import static_paths
 
-    paths = static_paths(specs, results)
+    from shapelint.static.engine_paths import exclude_patterns
+    from shapelint.static.files import excluded
+
+    # files the replay ran are named one by one, so --exclude is applied here (a library
+    # folder: `--exclude '*/site-packages/*'`)
+    patterns = exclude_patterns(settings)
+    paths = [p for p in static_paths(specs, results) if not excluded(p, patterns)]
     if not paths:
         return CheckResult()
     cwd = os.getcwd()

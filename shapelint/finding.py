@@ -227,6 +227,8 @@ class Finding:
     evidence_events: List[Evidence] = field(default_factory=list)
     source_line: str = ""
     snippet: Optional[Snippet] = None
+    #: in a library outside the project (``shapelint run``): its path is the library's
+    library: bool = False
 
     def __post_init__(self) -> None:  # rules give their severity as a string
         self.severity = Severity(self.severity)
@@ -253,7 +255,7 @@ class Finding:
         are left out)."""
         data = dump(self)
         data["evidence_events"] = [e.to_json() for e in self.evidence_events]
-        for key in ("source_line", "registry_ids", "snippet"):
+        for key in ("source_line", "registry_ids", "snippet", "library"):
             if not data[key]:
                 del data[key]
         if self.status == Status.PREDICTED and not self.evidence_events:
@@ -422,10 +424,18 @@ class Event:
         return next((g.guard for g in self.guards if g.guard), None)
 
     @property
+    def cause(self) -> List[Guard]:
+        """The failed guards of the newest cache entry: why this recompile happened. Every
+        older entry of the frame failed before (that is why the newer one exists), so its
+        guard failing again is old news."""
+        newest = max((_entry_index(g.entry) for g in self.guards), default=-1)
+        return [g for g in self.guards if _entry_index(g.entry) == newest]
+
+    @property
     def torch_step(self) -> bool:
-        """A recompile every failed guard of which is one of torch's own steps."""
+        """A recompile whose cause is one of torch's own steps (automatic dynamic...)."""
         return self.kind == RECOMPILE and all(
-            d in TORCH_STEPS for d in ([g.detail for g in self.guards] or [self.detail]))
+            d in TORCH_STEPS for d in ([g.detail for g in self.cause] or [self.detail]))
 
     def locations(self, callers: bool = True) -> List[Tuple[str, int]]:
         """Every blamed (abspath, line): the event's own, its failed guards', and with
@@ -451,6 +461,14 @@ class Event:
         if ev.path and not ev.abspath:
             ev.abspath = os.path.abspath(ev.path)
         return ev
+
+
+def _entry_index(entry: Optional[str]) -> int:
+    """The compile index of a cache entry ``frame/compile`` (-1 when unknown)."""
+    try:
+        return int(str(entry).rsplit("/", 1)[1])
+    except (IndexError, ValueError):
+        return -1
 
 
 @dataclass

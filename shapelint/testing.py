@@ -48,7 +48,7 @@ def code_caused(events: Iterable[Event]) -> List[Event]:
         if ev.kind != RECOMPILE:
             continue
         if ev.torch_step:
-            keys = {(ev.frame, g.input, g.dim) for g in ev.guards
+            keys = {(ev.frame, g.input, g.dim) for g in ev.cause
                     if g.detail == Blame.INPUT_DYNAMIC}
             if not keys & promoted:
                 promoted |= keys

@@ -31,7 +31,9 @@ def render(result: CheckResult, *, rules, targets, color=False, statistics=False
     lines: List[str] = []
     shown: Dict[str, int] = {"error": 0, "warning": 0, "notice": 0}
     left_out = 0
-    for f in ranked(result.all_findings(), changed_lines_of_pull_request()):
+    library = [f for f in result.all_findings() if f.library]  # not in the repository
+    for f in ranked([f for f in result.all_findings() if not f.library],
+                    changed_lines_of_pull_request()):
         level = LEVEL.get(f.severity, "warning")
         if shown[level] >= PER_LEVEL:
             left_out += 1
@@ -53,7 +55,11 @@ def render(result: CheckResult, *, rules, targets, color=False, statistics=False
         if t.failed:
             why = "; ".join(t.problems)
             lines.append(f"::error title={escape_property('shapelint run: ' + t.name)}::{escape_data(why)}")
-    total = len(result.all_findings())
+    total = len(result.all_findings()) - len(library)
+    if library:
+        names = ", ".join(sorted({escape_data(f.path) for f in library})[:5])
+        lines.append(f"shapelint: {len(library)} finding(s) in library code outside the repository "
+                     f"({names}), not annotated; see the report.")
     if left_out:
         lines.append(f"shapelint: {left_out} of {total} findings not annotated (GitHub shows "
                      f"{PER_LEVEL} per level per step); see the SARIF or Markdown report for all.")

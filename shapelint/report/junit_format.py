@@ -24,8 +24,10 @@ def _t(text: object) -> str:
 def render(result: CheckResult, *, rules, targets, color=False, statistics=False) -> str:
     root = ET.Element("testsuites", name="shapelint")
     per_file = defaultdict(list)
+    library = [f for f in result.all_findings() if f.library]  # not the project's to fix
     for f in result.all_findings():
-        per_file[f.path].append(f)
+        if not f.library:
+            per_file[f.path].append(f)
     total = failures = 0
     for path, items in sorted(per_file.items()):
         suite = ET.SubElement(root, "testsuite", name=_x(path), tests=str(len(items)),
@@ -38,6 +40,14 @@ def render(result: CheckResult, *, rules, targets, color=False, statistics=False
                          f"{_t(f.source_line)}\nhelp: {_t(f.hint)}")
         total += len(items)
         failures += len(items)
+    if library:
+        suite = ET.SubElement(root, "testsuite", name="library code", tests=str(len(library)),
+                              failures="0", errors="0", skipped=str(len(library)))
+        for f in library:
+            case = ET.SubElement(suite, "testcase", name=_x(f"{f.rule} {f.name} {f.path}:{f.line}"),
+                                 classname="library")
+            ET.SubElement(case, "skipped", message=_x(f"in library code: {f.message}"))
+        total += len(library)
     if result.errors:
         suite = ET.SubElement(root, "testsuite", name="file errors", tests=str(len(result.errors)),
                               failures="0", errors=str(len(result.errors)))

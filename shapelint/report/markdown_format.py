@@ -64,7 +64,8 @@ def render(result: CheckResult, *, rules, targets, color=False, statistics=False
     if findings:
         header = ["| status | rule | location | message |", "|---|---|---|---|"]
         rows = [f"| {f.status.label} | {cell(f.rule)} {cell(f.name)} | "
-                f"{cell(f.path)}:{f.line} | {cell(f.message)} |" for f in findings]
+                f"{cell(f.path)}:{f.line}{' (library)' if f.library else ''} | {cell(f.message)} |"
+                for f in findings]
         out += header + rows[:FOLD_AFTER]
         rest = rows[FOLD_AFTER:]
         size = sum(len(x) + 1 for x in out)

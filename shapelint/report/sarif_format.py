@@ -22,6 +22,8 @@ from shapelint.schema import dump
 LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 INFO_URI = "https://github.com/shapelint/shapelint"
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+#: the base of a library finding's URI: never an absolute path of the machine that ran it
+LIBRARY = "LIBRARY"
 
 
 def source_root() -> str:
@@ -45,6 +47,11 @@ def _uri(path: str, root: str) -> str:
     if rel.startswith(".."):
         return _file_uri(ab)
     return quote(rel.replace(os.sep, "/"), safe="/", errors="surrogateescape")
+
+
+def _relative_uri(path: str) -> str:
+    """A path inside a library (``transformers/masking_utils.py``), as a relative URI."""
+    return quote(path.replace(os.sep, "/"), safe="/", errors="surrogateescape")
 
 
 def _file_uri(abspath: str, directory: bool = False) -> str:
@@ -82,14 +89,15 @@ def document(result: CheckResult, rules: Dict[str, Any], targets: List[TargetRes
         norm = " ".join(f.source_line.split())
         key = (f.rule, f.path, norm)
         occurrences[key] += 1
-        digest = hashlib.sha256(f"{f.rule}\0{_uri(f.path, root)}\0{norm}\0{occurrences[key]}".encode()).hexdigest()
+        uri, base = (_relative_uri(f.path), LIBRARY) if f.library else (_uri(f.path, root), "%SRCROOT%")
+        digest = hashlib.sha256(f"{f.rule}\0{uri}\0{norm}\0{occurrences[key]}".encode()).hexdigest()
         loc = f.location
         res: Dict[str, Any] = {
             "ruleId": f.rule,
             "level": LEVEL.get(f.severity, "warning"),
             "message": {"text": clean(f.message) + (f"\nHelp: {clean(f.hint)}" if f.hint else "")},
             "locations": [{"physicalLocation": {
-                "artifactLocation": {"uri": _uri(f.path, root), "uriBaseId": "%SRCROOT%"},
+                "artifactLocation": {"uri": uri, "uriBaseId": base},
                 "region": {"startLine": loc.line, "startColumn": loc.column,
                            "endLine": max(loc.end_line, loc.line), "endColumn": max(loc.end_column, 1) + 1,
                            **({"snippet": {"text": clean(f.source_line)}} if f.source_line else {})}}}],
@@ -112,7 +120,10 @@ def document(result: CheckResult, rules: Dict[str, Any], targets: List[TargetRes
     run: Dict[str, Any] = {
         "tool": {"driver": {"name": "shapelint", "version": __version__, "informationUri": INFO_URI,
                             "rules": [_rule(r) for r in rules.values()]}},
-        "originalUriBaseIds": {"%SRCROOT%": {"uri": _file_uri(root, directory=True)}},
+        "originalUriBaseIds": {"%SRCROOT%": {"uri": _file_uri(root, directory=True)},
+                               **({LIBRARY: {"description": {"text": "an installed library outside "
+                                                                       "the repository"}}}
+                                  if any(f.library for f in result.all_findings()) else {})},
         "results": results,
         "invocations": [{"executionSuccessful": not result.errors,
                          "toolExecutionNotifications": notifications}],

@@ -21,7 +21,7 @@ def render(result: CheckResult, *, rules, targets, color=False, statistics=False
     # only escape sequences printed are the colours added here
     for f in findings:
         loc = f"{clean(f.path)}:{f.line}:{f.column}:"
-        mark = "" if f.status == PREDICTED else f" [{f.status.label}]"
+        mark = ("" if f.status == PREDICTED else f" [{f.status.label}]") + (" [library]" if f.library else "")
         lines.append(f"{_c(loc, '1', color)} {_c(clean(f.rule), '31;1', color)} [{clean(f.name)}]{mark} "
                      f"{clean(f.message)}")
         if f.source_line:
@@ -85,10 +85,12 @@ def _target_lines(t) -> List[str]:
         fw = "  (framework guard: torch's own, not your line)" if ev.framework else ""
         out.append(f"  recompile at {shape_text(ev.shape)}{frame}: {ev.reason}{fw}")
         placed = [g for g in ev.guards if g.path and g.line]
+        cause = ev.cause
         for g in placed:
             confirms = f"  [predicted by {', '.join(ev.confirms)}]" if ev.confirms else ""
             why = f" ({g.guard})" if g.guard and g.guard != ev.reason else ""
-            out.append(f"      -> {_where(g)}{why}{confirms}")
+            older = "" if g in cause else "  (an older graph's guard, failed again)"
+            out.append(f"      -> {_where(g)}{why}{older}{confirms}")
             if g.source:
                 out.append(f"         | {g.source}")
         if not placed:

@@ -57,6 +57,12 @@ def _excluded(path: str, patterns: Sequence[str], root: str = ".", split=None) -
     return False
 
 
+def excluded(path: str, patterns: Sequence[str]) -> bool:
+    """Whether a file named on its own matches an exclude glob (by name, by its path from the
+    working directory, or by its absolute path)."""
+    return _excluded(path, tuple(patterns))
+
+
 def _git_listed(root: str) -> Optional[List[str]]:
     """Python files under ``root`` that git tracks or would track (``.gitignore`` honoured),
     or None when ``root`` is not in a git work tree."""

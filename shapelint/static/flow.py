@@ -899,6 +899,9 @@ class Walker:
             return Value(kinds=_TENSOR, origin=self.origin(node), dims=Dims(rank=None))
         if base.is_state:
             return Value(tags=frozenset({Tag.STATE}), origin=base.origin, detail="unknown")
+        if attr in results.SEQUENCE_OUTPUTS and isinstance(node.value, cst.Call) and not base.kinds:
+            # a library model's output the walk cannot see into: (batch, sequence, hidden)
+            return results.sequence_output(attr, self.origin(node))
         return UNKNOWN
 
     def _self_attr(self, node: cst.Attribute, attr: str) -> Value:

@@ -13,7 +13,7 @@ from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 from shapelint.static import dynamo, shapes
 from shapelint.static.torch_api import Binding, Overload, TorchAPI, load
-from shapelint.values import (CONST_DIM, NUMBERS, UNKNOWN, DimInfo, Dims, Kind, Origin, Tag, Value, join_dims,
+from shapelint.values import (CONST_DIM, NUMBERS, UNKNOWN, Dim, DimInfo, Dims, Kind, Origin, Tag, Value, join_dims,
                               tracked)
 
 Args = Sequence[Value]
@@ -176,6 +176,18 @@ def torch_result(name: str, short: str, args: Args, kwargs: Kwargs, origin: Orig
     if short in ("numel", "nelement") and src is not None:
         return size_value(origin, join_dims(*shapes.dims_of(src).all())), bound
     return Value(kinds=kinds), bound
+
+
+#: the outputs of a library model (transformers' ModelOutput) that are (batch, sequence,
+#: hidden) whatever the model: its batch and sequence dims vary as its inputs' do
+SEQUENCE_OUTPUTS = frozenset({"last_hidden_state", "encoder_last_hidden_state"})
+
+
+def sequence_output(attr: str, origin: Origin) -> Value:
+    """``model(...).last_hidden_state`` of a model the walk cannot see into."""
+    return Value(kinds=frozenset({Kind.TENSOR}), origin=origin, dims=Dims.of(
+        DimInfo(Dim.VARY, f"`.{attr}` dim 0, a library model's batch"),
+        DimInfo(Dim.VARY, f"`.{attr}` dim 1, a library model's sequence"), CONST_DIM))
 
 
 def size_value(origin: Optional[Origin], dim: Optional[DimInfo], direct: bool = False) -> Value:
