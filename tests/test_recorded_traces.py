@@ -11,6 +11,8 @@ import json
 import os
 from typing import Any, Dict, List, Tuple
 
+import pytest
+
 from shapelint.finding import Event
 from shapelint.harness.blame import Recorder, mark_benign, varying_sources
 
@@ -111,6 +113,7 @@ def test_counts_match_the_live_run():
 
 
 def test_size_branch_one_record_per_recompile_blamed_on_its_line():
+    pytest.importorskip("torch")  # the failed guards are re-evaluated with torch's sympy functions
     rec, rows, _ = replay("size_branch")
     recompiles = kinds(rec.events, "recompile")
     assert len(recompiles) == 2  # batch 2 (automatic dynamic) and batch 17 (the branch)
@@ -187,6 +190,7 @@ def test_tensor_attribute_size_blamed_on_its_write():
 
 
 def test_conv_batch_guard_is_a_framework_guard():
+    pytest.importorskip("torch")  # the failed guards are re-evaluated with torch's sympy functions
     rec, _, _ = replay("conv_batch16")
     (guard,) = [e for e in kinds(rec.events, "recompile") if e.line]
     assert guard.shape["batch"] == 17 and guard.framework
