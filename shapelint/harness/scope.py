@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Iterable, List, Optional
+from typing import Any, Iterable, List, Optional
 
 from shapelint.finding import CONFIRMED, UNPREDICTED, Finding, TargetResult, relpath
 
@@ -88,7 +88,8 @@ def scope_targets(targets: List[TargetResult], project: str, search: Iterable[st
 
     for t in targets:
         for ev in t.events:
-            for item in [ev, *ev.guards, *ev.also]:
+            items: List[Any] = [ev, *ev.guards, *ev.also]  # each has path and abspath
+            for item in items:
                 if item.abspath or item.path:
                     item.path = shown(item.path, item.abspath)
                 item.abspath = None
