@@ -85,6 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="replay under torch.no_grad() (inference); default: grad enabled")
     run.add_argument("--memory-limit-mb", type=int,
                      help="address-space limit for the target's process (an allocation past it fails)")
+    run.add_argument("--fail-on", metavar="GATES",
+                     help="also fail (exit 1) a target on: code-recompiles (a recompile the code "
+                          "caused, as the pytest marker judges), graph-breaks, unpredicted (an "
+                          "event no static rule predicted), any-recompile; comma separated, "
+                          "e.g. --fail-on code-recompiles,graph-breaks")
     run.add_argument("--show-library", action="store_true",
                      help="also report findings in library code outside the project that the "
                           "replay never confirmed (default: only those torch confirmed, and "
@@ -322,8 +327,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     1 when a target fails; 130 after Ctrl-C, with what had finished reported."""
     from shapelint.harness import command as harness
     from shapelint.harness.join import annotate_targets, join
-    from shapelint.harness.scope import project_root as scope_project_root
-    from shapelint.harness.scope import scope_findings, scope_targets
+    from shapelint.harness.scope import Scope
+    from shapelint.harness.gate import Gate, gate_problems
 
     settings, rules, enabled = resolve_settings(args, ["."])
     specs = harness.build_targets(args, settings)
@@ -342,10 +347,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     result.findings = join(result.findings, results, harness.exercised_files(results), rules,
                            unpredicted=not args.no_static and interrupted is None)
     annotate_targets(results, result.findings)
-    project = scope_project_root(settings.config_path)
-    search = [spec.base_dir for spec in specs]
-    result.findings = scope_findings(result.findings, project, args.show_library, search)
-    scope_targets(results, project, search)
+    gates = {spec.name: [Gate(g) for g in spec.fail_on] for spec in specs}
+    for target in results:  # --fail-on: the marker's verdicts
+        target.problems += gate_problems(target, gates.get(target.name, []), result.findings)
+    scope = Scope.of_run(settings.config_path, [spec.base_dir for spec in specs])
+    result.findings = scope.findings(result.findings, args.show_library)
+    scope.targets(results)
     result = apply_filters(args, result, settings)
     status = emit(args, settings, result, rules, targets=results, fail_on_findings=False)
     if interrupted is not None:

@@ -33,7 +33,10 @@ TARGET_KEYS = {
     "dynamic": (str, bool), "backend": str, "device": str, "max-compiles": int, "mode": str,
     "fullgraph": bool, "timeout": (int, float), "check-paths": list, "no-grad": bool,
     "memory-limit-mb": int, "seed": int, "seed-each-shape": bool, "suggest": bool,
+    "fail-on": list,
 }
+#: what ``fail-on`` (and ``run --fail-on``) may name (shapelint.harness.gate.Gate)
+FAIL_ON = ("code-recompiles", "graph-breaks", "unpredicted", "any-recompile")
 
 
 @dataclass
@@ -319,6 +322,8 @@ TARGET_RANGES: Dict[str, Tuple[Any, str]] = {
     "seed": (lambda v: _int(v) and 0 <= v < 2 ** 64, "an integer from 0 to 2**64 - 1"),
     "check-paths": (lambda v: isinstance(v, list) and all(isinstance(p, str) and p for p in v),
                     "a list of paths"),
+    "fail-on": (lambda v: isinstance(v, list) and all(g in FAIL_ON for g in v),
+                "a list of " + ", ".join(FAIL_ON)),
 }
 
 

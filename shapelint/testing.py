@@ -22,7 +22,8 @@ import logging
 import os
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
-from shapelint.finding import RECOMPILE, Blame, Event, EventKind, TargetResult, shape_text
+from shapelint.finding import Event, EventKind, TargetResult, shape_text
+from shapelint.harness.gate import code_caused  # noqa: F401 - the marker's verdict, one home
 from shapelint.harness.target import DEFAULT_BATCHES, TargetSpec
 
 
@@ -36,25 +37,6 @@ class RecompileError(CompileAssertionError):
 
 class GraphBreakError(CompileAssertionError):
     """A model broke its graph."""
-
-
-def code_caused(events: Iterable[Event]) -> List[Event]:
-    """The recompiles ``assert_no_recompiles`` fails on (see the module's docstring): every
-    recompile but torch's own steps (shapelint.finding.TORCH_STEPS), of which an input dim
-    made dynamic counts once."""
-    out: List[Event] = []
-    promoted: set = set()
-    for ev in events:
-        if ev.kind != RECOMPILE:
-            continue
-        if ev.torch_step:
-            keys = {(ev.frame, g.input, g.dim) for g in ev.cause
-                    if g.detail == Blame.INPUT_DYNAMIC}
-            if not keys & promoted:
-                promoted |= keys
-                continue
-        out.append(ev)
-    return out
 
 
 def _predictions(paths: Iterable[str]) -> Dict[tuple, List[str]]:

@@ -465,6 +465,40 @@ def test_device_cuda_without_cuda_says_so(tmp_path):
     assert "device cuda requested but" in proc.stdout and "model factory failed" not in proc.stdout
 
 
+BRANCHY = """
+import torch
+
+
+class Branchy(torch.nn.Module):
+    def forward(self, x):
+        if x.shape[0] > 2:
+            return x * 2
+        return x + 1
+
+
+def build():
+    return Branchy()
+
+
+def inputs(batch):
+    return (torch.randn(batch, 4),)
+"""
+
+
+def test_fail_on_code_recompiles_gates_ci(tmp_path):
+    # the marker's verdict on the command line: a size branch fails the run with its line,
+    # torch's own steps (batch 2 turning dim 0 dynamic) do not, and without the gate it passes
+    write_tree(tmp_path, {"m.py": BRANCHY})
+    run = ["run", "--model", "m.py:build", "--inputs", "m.py:inputs", "--batch-sizes", "1,2,4",
+           "--no-cache", "--format", "json", "-o", "r.json"]
+    plain = shapelint(tmp_path, *run)
+    assert plain.returncode == 0, plain.stderr
+    gated = shapelint(tmp_path, *run, "--fail-on", "code-recompiles")
+    assert gated.returncode == 1, gated.stderr
+    (t,) = json.loads((tmp_path / "r.json").read_text())["targets"]
+    assert t["problems"] == ["1 recompile(s) caused by the code at m.py:6 (--fail-on code-recompiles)"]
+
+
 def test_suggest_measures_remedies(tmp_path):
     write_tree(tmp_path, {"gate.py": GATE})
     proc = shapelint(tmp_path, "run", "--model", "gate.py:plain", "--inputs", "gate.py:inputs",
@@ -532,17 +566,25 @@ def inputs(batch):
 
 def test_library_code_is_joined_with_reached_lines(tmp_path):
     """A library outside the project (as site-packages is): its files that ran are checked,
-    a hazard there is confirmed, one on a line the replay never reached is not-reached."""
+    a hazard there is confirmed, one on a line the replay never reached is not-reached and
+    shown only with --show-library; the report names them by their path inside the library
+    and holds no absolute path."""
     write_tree(tmp_path, {"lib/sizelib.py": LIB, "proj/model.py": LIB_USER})
-    proc = shapelint(tmp_path / "proj", "run", "--model", "model.py:build", "--inputs", "model.py:inputs",
-                     "--batch-sizes", "1,2,8", "--no-cache", "--format", "json", "-o", "r.json")
-    assert proc.returncode == 0, proc.stderr
-    doc = json.loads((tmp_path / "proj" / "r.json").read_text())
-    status = {(os.path.basename(f["path"]), f["line"], f["rule"]): f["status"] for f in doc["findings"]}
-    assert status[("sizelib.py", 5, "SL101")] == "confirmed"
-    assert status[("sizelib.py", 12, "SL202")] == "not-reached"
-    (t,) = doc["targets"]
-    assert any(p.endswith("sizelib.py") for p in t["executed"])
+    (tmp_path / "proj" / ".git").mkdir()  # the project's root
+    run = ["run", "--model", "model.py:build", "--inputs", "model.py:inputs", "--batch-sizes", "1,2,8",
+           "--no-cache", "--format", "json", "-o", "r.json"]
+    for flags, shown in (([], False), (["--show-library"], True)):
+        proc = shapelint(tmp_path / "proj", *run, *flags)
+        assert proc.returncode == 0, proc.stderr
+        text = (tmp_path / "proj" / "r.json").read_text()
+        assert str(tmp_path) not in text
+        doc = json.loads(text)
+        status = {(f["path"], f["line"], f["rule"]): f["status"] for f in doc["findings"]}
+        assert status[("sizelib.py", 5, "SL101")] == "confirmed"
+        assert all(f["library"] for f in doc["findings"] if f["path"] == "sizelib.py")
+        assert (status.get(("sizelib.py", 12, "SL202")) == "not-reached") is shown
+        (t,) = doc["targets"]
+        assert "sizelib.py" in t["executed"]
 
 
 ACROSS_BREAK = '''

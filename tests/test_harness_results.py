@@ -216,3 +216,26 @@ def test_torch_names_in_the_users_words(tmp_path):
         "Classifier.forward, resumed after the graph break at line 12"
     assert names.frame("inner", path, 5, path, 13) == "Classifier.forward"
     assert names.frame("forward", path, 11, path, 13) == "Classifier.forward"
+
+
+def test_fail_on_gates_give_the_markers_verdicts():
+    from shapelint.harness.gate import Gate, code_caused, gate_problems, parse_gates
+
+    promoted = Event(kind="recompile", frame="M.forward", detail="input-dynamic",
+                     guards=[Guard(entry="0/0", detail="input-dynamic", input="x", dim=0)])
+    again = Event(kind="recompile", frame="M.forward", detail="input-dynamic",  # same dim twice
+                  guards=[Guard(entry="0/1", detail="input-dynamic", input="x", dim=0)])
+    branch = recompile("m.py", 4)  # the newest entry's guard is a shape guard on line 4
+    stale = Event(kind="recompile", frame="M.forward", detail="input-dynamic", guards=[
+        Guard(entry="0/0", detail="value-guard", guard="n == 1", abspath="/m.py", line=9),
+        Guard(entry="0/1", detail="input-dynamic", input="y", dim=1)])  # an old graph failed too
+    brk = Event(kind="graph-break", reason="print", path="m.py", line=5)
+    t = TargetResult(name="t", events=[promoted, again, branch, stale, brk])
+    assert code_caused(t.events) == [again, branch]
+    assert stale.torch_step and not branch.torch_step
+    problems = gate_problems(t, parse_gates("code-recompiles,graph-breaks,any-recompile"))
+    assert problems[0].startswith("2 recompile(s) caused by the code at m.py:4")
+    assert "4 recompile(s)" in problems[1] and "1 graph break(s)" in problems[2]
+    assert gate_problems(t, []) == [] and gate_problems(TargetResult(name="ok"), list(Gate)) == []
+    with pytest.raises(ValueError, match="unknown `bogus`"):
+        parse_gates("bogus")

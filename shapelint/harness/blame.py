@@ -567,6 +567,7 @@ class Recorder:
         # torch's own step: the reason says what torch did (the 0/1 specialization keeps
         # torch's text, which names the size)
         steps = primary.detail in TORCH_STEPS and primary.detail != Blame.SIZE_ONE
+        self._specialized_by_code(primary)
         also: List[Place] = []
         for g in guards:  # the calls that lead to a value guard's line (its user stack)
             for c in g.callers:
@@ -585,6 +586,22 @@ class Recorder:
             if not primary.abspath else "; ".join(notes),
             framework=framework))
         self._label(self.events[-1], (ev.get("frame_id"), ev.get("frame_compile_id")))
+
+    def _specialized_by_code(self, g: Guard) -> None:
+        """An input dim whose size changed after the code specialized it (``if x.shape[0] >
+        2:`` at a batch of 2 refines the range to one value): the line that specialized it is
+        the cause, not torch's automatic dynamic."""
+        if g.detail != Blame.INPUT_DYNAMIC or g.abspath or g.input is None or g.dim is None:
+            return
+        name = g.input[3:-2] if g.input.startswith("L['") else g.input
+        sources = {f"L['{name}'].size()[{g.dim}]", f"{name}.size()[{g.dim}]"}
+        spec = next((e for e in reversed(self.events) if e.kind == SPECIALIZATION and e.abspath
+                     and sources & set(e.sources)), None)
+        if spec is None:
+            return
+        g.abspath, g.line = spec.abspath, spec.line
+        g.note = (f"`{name}` dim {g.dim} changed after the code specialized it to {spec.value} at "
+                  f"line {spec.line}: every new size recompiles there")
 
     def _blame(self, text: str) -> List[Guard]:
         """The failed guards of one cache entry's reason line."""

@@ -66,6 +66,8 @@ def build_targets(args: argparse.Namespace, settings) -> List[TargetSpec]:
         v = getattr(args, flag, None)
         if v is not None:
             overrides[key] = v
+    if getattr(args, "fail_on", None):
+        overrides["fail-on"] = [w.strip() for w in args.fail_on.split(",") if w.strip()]
     for key, value in overrides.items():  # what a flag sets is checked as the key would be
         check_target_value(key, value, f"command line: `--{key}`")
     tables: List[Dict[str, Any]] = []

@@ -12,11 +12,13 @@ an event no rule predicted) unless ``--show-library``, and summarized, never ann
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
-from typing import Any, Iterable, List, Optional
+from typing import Iterable, List, Optional, Union
 
-from shapelint.finding import CONFIRMED, UNPREDICTED, Finding, TargetResult, relpath
+from shapelint.finding import (CONFIRMED, UNPREDICTED, Event, Finding, Guard, Place, TargetResult,
+                               relpath)
 
 #: folders that hold installed libraries
 SITE_DIRS = ("site-packages", "dist-packages")
@@ -43,66 +45,64 @@ def library_path(abspath: str, search: Iterable[str] = ()) -> str:
     if roots:
         best = max(roots, key=lambda p: len(os.path.abspath(p)))
         return os.path.relpath(abspath, best).replace(os.sep, "/")
-    folder = os.path.dirname(abspath)
-    top = folder
+    folder = os.path.dirname(abspath)  # the folder above its top package, or its own
     while os.path.isfile(os.path.join(folder, "__init__.py")):
-        top = folder
         folder = os.path.dirname(folder)
-    return os.path.relpath(abspath, os.path.dirname(top)).replace(os.sep, "/")
+    return os.path.relpath(abspath, folder).replace(os.sep, "/")
 
 
-def scope_findings(findings: List[Finding], project: str, show_library: bool = False,
-                   search: Iterable[str] = ()) -> List[Finding]:
-    """Mark the findings outside ``project`` as library ones (shown by their library path);
-    keep those only where they help, unless ``show_library``."""
-    out = []
-    search = list(search)
-    for f in findings:
-        ab = os.path.abspath(f.path)
-        if is_under(ab, project):
-            out.append(f)
-            continue
-        if not show_library and f.status not in (CONFIRMED, UNPREDICTED):
-            continue
-        out.append(f.replace(library=True, location=_moved(f, library_path(ab, search))))
-    return out
+class Scope:
+    """Where the project ends: paths inside it are shown from the working directory, paths
+    outside it by their place inside their library."""
 
+    def __init__(self, project: str, search: Iterable[str] = ()) -> None:
+        self.project = project
+        self.search = list(search)
 
-def _moved(f: Finding, path: str):
-    import dataclasses
+    @classmethod
+    def of_run(cls, config_path: Optional[str], search: Iterable[str] = ()) -> "Scope":
+        """The project of a ``shapelint run``: the config's folder, else the repository
+        holding the working directory, else the working directory."""
+        if config_path:
+            return cls(os.path.dirname(os.path.abspath(config_path)), search)
+        from shapelint.config import repository_root
 
-    return dataclasses.replace(f.location, path=path)
+        return cls(repository_root(os.getcwd()) or os.getcwd(), search)
 
+    def inside(self, path: str) -> bool:
+        return is_under(os.path.abspath(path), self.project)
 
-def scope_targets(targets: List[TargetResult], project: str, search: Iterable[str] = ()) -> None:
-    """Every path a target's report shows, inside the project or by its library path: the
-    events' places, the frames, the executed files; absolute paths are dropped (the report is
-    data about the code, not about the machine that ran it)."""
-    search = list(search)
-
-    def shown(path: Optional[str], ab: Optional[str] = None) -> Optional[str]:
+    def path(self, path: Optional[str], ab: Optional[str] = None) -> Optional[str]:
         if not path and not ab:
             return path
-        ab = os.path.abspath(ab or path or "")
-        return relpath(ab) if is_under(ab, project) else library_path(ab, search)
+        full = os.path.abspath(ab or path or "")
+        return relpath(full) if is_under(full, self.project) else library_path(full, self.search)
 
-    for t in targets:
-        for ev in t.events:
-            items: List[Any] = [ev, *ev.guards, *ev.also]  # each has path and abspath
-            for item in items:
-                if item.abspath or item.path:
-                    item.path = shown(item.path, item.abspath)
-                item.abspath = None
-        for fr in t.frames:
-            fr.path = shown(fr.path)
-        t.executed = {shown(p) or p: lines for p, lines in t.executed.items()}
-        t.sources = [shown(p) or p for p in t.sources]
+    def findings(self, findings: List[Finding], show_library: bool = False) -> List[Finding]:
+        """Mark the findings outside the project as library ones (shown by their library
+        path); keep those only where they help, unless ``show_library``."""
+        out = []
+        for f in findings:
+            events = [dataclasses.replace(e, path=self.path(e.path)) for e in f.evidence_events]
+            if self.inside(f.path):
+                out.append(f.replace(evidence_events=events))
+            elif show_library or f.status in (CONFIRMED, UNPREDICTED):
+                out.append(f.replace(library=True, evidence_events=events, location=dataclasses.replace(
+                    f.location, path=self.path(f.path) or f.path)))
+        return out
 
-
-def project_root(config_path: Optional[str]) -> str:
-    """The config's folder, else the repository holding the working directory, else it."""
-    if config_path:
-        return os.path.dirname(os.path.abspath(config_path))
-    from shapelint.config import repository_root
-
-    return repository_root(os.getcwd()) or os.getcwd()
+    def targets(self, targets: List[TargetResult]) -> None:
+        """Every path a target's report shows, inside the project or by its library path: the
+        events' places, the frames, the executed files; absolute paths are dropped (the report
+        is data about the code, not about the machine that ran it)."""
+        for t in targets:
+            for ev in t.events:
+                items: List[Union[Event, Guard, Place]] = [ev, *ev.guards, *ev.also]
+                for item in items:
+                    if item.abspath or item.path:
+                        item.path = self.path(item.path, item.abspath)
+                    item.abspath = None
+            for fr in t.frames:
+                fr.path = self.path(fr.path)
+            t.executed = {self.path(p) or p: lines for p, lines in t.executed.items()}
+            t.sources = [self.path(p) or p for p in t.sources]

@@ -47,6 +47,8 @@ class TargetSpec:
     suggest: bool = False
     #: the remedy a replay applies (set by the harness when it measures one)
     remedy: Optional[Dict[str, Any]] = None
+    #: what else fails the target (shapelint.harness.gate: ``code-recompiles``...)
+    fail_on: List[str] = field(default_factory=list)
 
     def to_json(self) -> Dict[str, Any]:
         return asdict(self)
@@ -70,7 +72,8 @@ class TargetSpec:
                    base_dir=table.get("_base_dir", "."), check_paths=list(table.get("check-paths", [])),
                    memory_limit_mb=table.get("memory-limit-mb"), no_grad=bool(table.get("no-grad", False)),
                    seed=table.get("seed"), seed_each_shape=bool(table.get("seed-each-shape", True)),
-                   suggest=bool(table.get("suggest", False)))
+                   suggest=bool(table.get("suggest", False)),
+                   fail_on=list(table.get("fail-on", [])))
 
     def shapes(self) -> List[Shape]:
         seqs: List[Optional[int]] = list(self.seq_lens) if self.seq_lens else [None]
