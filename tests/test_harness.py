@@ -499,6 +499,43 @@ def test_fail_on_code_recompiles_gates_ci(tmp_path):
     assert t["problems"] == ["1 recompile(s) caused by the code at m.py:6 (--fail-on code-recompiles)"]
 
 
+SEEN = """
+import torch
+
+
+class Seen(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.seen = 0
+
+    def forward(self, x):
+        out = x * 2
+        if self.seen < 3:
+            self.seen = self.seen + 1
+        return out
+
+
+def build():
+    return Seen()
+
+
+def inputs(batch):
+    return (torch.randn(batch, 4),)
+"""
+
+
+def test_module_state_guard_names_the_read_and_the_write(tmp_path):
+    # torch guards `self.seen == 1` where forward reads it (line 11); the write an earlier
+    # call ran (line 12) is what changed it, and the report names both
+    write_tree(tmp_path, {"m.py": SEEN})
+    res = run_target(TargetSpec(name="seen", model="m.py:build", inputs="m.py:inputs",
+                                base_dir=str(tmp_path), batch_sizes=[2, 3, 4]))
+    (ev,) = [e for e in res.of_kind("recompile") if e.detail == "value-guard"]
+    assert (os.path.basename(ev.path), ev.line) == ("m.py", 11)
+    assert [(os.path.basename(p.abspath), p.line, p.why) for p in ev.also] == \
+        [("m.py", 12, "`self.seen` written here by an earlier call")]
+
+
 def test_suggest_measures_remedies(tmp_path):
     write_tree(tmp_path, {"gate.py": GATE})
     proc = shapelint(tmp_path, "run", "--model", "gate.py:plain", "--inputs", "gate.py:inputs",

@@ -47,6 +47,8 @@ INPUT_MISMATCH = re.compile(
 INPUT_REASONS = ("size mismatch", "stride mismatch", "rank mismatch", "dtype mismatch",
                  "device mismatch", "device index mismatch", "requires_grad mismatch",
                  "dispatch key set mismatch")
+#: an attribute of the module a guard reads (``self.seq_len_cached``, ``L['self'].step``)
+STATE_ATTR = re.compile(r"(?:L\['self'\]|\bself)\.([A-Za-z_]\w*)\b(?!\s*\()")
 #: a symbol of torch's ShapeEnv (``s2``, ``s53``; ``u0`` for unbacked), named by its source
 SYMBOL = re.compile(r"\b[su]\d+\b")
 LIMIT = re.compile(r"exceeding the (?P<kind>\w+) cache size limit \(currently set to (?P<n>\d+)\)")
@@ -651,6 +653,13 @@ class Recorder:
             where = frames[-1] if frames else None
             callers = [Place(abspath=p, line=ln, why="a call in the value guard's stack")
                        for p, ln in dict.fromkeys(frames[:-1]) if (p, ln) != where]
+            # a guard on module state (`self.seq_len_cached == 5`): the read is guarded, and
+            # the write an earlier call ran is what changed it
+            for attr in dict.fromkeys(STATE_ATTR.findall(summary)):
+                callers += [Place(abspath=p, line=ln, why=f"`self.{attr}` written here by an "
+                                                          f"earlier call")
+                            for p, ln in self.attribute_writes(f"self.{attr}")
+                            if (p, ln) != where]
             return [guard(detail=Blame.VALUE_GUARD, guard=summary,
                           abspath=where[0] if where else None, line=where[1] if where else None,
                           callers=callers,

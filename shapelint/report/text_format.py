@@ -96,6 +96,11 @@ def _target_lines(t) -> List[str]:
         if not placed:
             out.append(f"      -> {ev.path}:{ev.line}" if ev.path and ev.line else
                        f"      -> no line: {ev.note or 'torch gave none'}")
+        for place in ev.also:  # the calls in a value guard's stack, the writes of module state
+            if place.path and place.line:
+                out.append(f"      -> {place.path}:{place.line} ({place.why})")
+                if place.source:
+                    out.append(f"         | {place.source}")
         unplaced = len(ev.guards) - len(placed)
         if placed and unplaced:
             out.append(f"      (+{unplaced} cache entr{'y' if unplaced == 1 else 'ies'} failed on inputs "
