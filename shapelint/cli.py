@@ -329,6 +329,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from shapelint.harness.join import annotate_targets, join
     from shapelint.harness.scope import Scope
     from shapelint.harness.gate import Gate, gate_problems
+    from shapelint.harness.remedy import code_changes
 
     settings, rules, enabled = resolve_settings(args, ["."])
     specs = harness.build_targets(args, settings)
@@ -353,6 +354,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     scope = Scope.of_run(settings.config_path, [spec.base_dir for spec in specs])
     result.findings = scope.findings(result.findings, args.show_library)
     scope.targets(results)
+    suggested = {spec.name for spec in specs if spec.suggest}
+    for target in results:  # after the knobs, the code changes the confirmed findings describe
+        if target.name in suggested:
+            target.remedies += code_changes(target, result.findings)
     result = apply_filters(args, result, settings)
     status = emit(args, settings, result, rules, targets=results, fail_on_findings=False)
     if interrupted is not None:

@@ -131,6 +131,8 @@ class RemedyKind(StrEnum):
     DYNAMIC_SOURCES = "dynamic-sources"
     DYNAMIC_TRUE = "dynamic-true"
     CAPTURE_SCALAR_OUTPUTS = "capture-scalar-outputs"
+    #: the change a confirmed finding's rule describes (not measured: the code is the user's)
+    CODE_CHANGE = "code-change"
 
 
 class RemedyVerdict(StrEnum):
@@ -517,6 +519,8 @@ class Remedy:
     kind: RemedyKind
     code: str = ""
     why: str = ""
+    #: where the code goes (``in `model.py:inputs`, on the tensors it returns``; a line)
+    where: str = ""
     #: (input name, dim) pairs to mark, for the mark_* remedies
     marks: List[Tuple[str, int]] = field(default_factory=list)
     #: TORCH_COMPILE_DYNAMIC_SOURCES' value, for dynamic-sources

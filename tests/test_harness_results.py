@@ -239,3 +239,27 @@ def test_fail_on_gates_give_the_markers_verdicts():
     assert gate_problems(t, []) == [] and gate_problems(TargetResult(name="ok"), list(Gate)) == []
     with pytest.raises(ValueError, match="unknown `bogus`"):
         parse_gates("bogus")
+
+
+def test_remedies_after_the_knobs_are_code_changes():
+    from shapelint.finding import Counts, Remedy, RemedyKind, RemedyVerdict
+    from shapelint.harness.remedy import code_changes, describe, within_budget
+
+    f = Finding("SL101", "size-branch", Location("m.py", 4), "m", status="confirmed",
+                hint="move the decision out of the compiled region",
+                evidence_events=[Evidence(kind="recompile", target="t")])
+    other = f.replace(evidence_events=[Evidence(kind="recompile", target="u")])
+    t = TargetResult(name="t", max_compiles=2, remedies=[
+        Remedy(kind=RemedyKind.DYNAMIC_TRUE, code="torch.compile(model, dynamic=True)",
+               where="where the model is compiled", before=Counts(compiles=5),
+               after=Counts(compiles=4), verdict=RemedyVerdict.HELPS),
+        Remedy(kind=RemedyKind.CAPTURE_SCALAR_OUTPUTS, code="cfg = True", before=Counts(compiles=5),
+               after=Counts(compiles=6), verdict=RemedyVerdict.WORSE, problem="x\ny")])
+    assert within_budget(t) is False  # 4 compiles is still over 2
+    assert [describe(r) for r in t.remedies] == [
+        "`torch.compile(model, dynamic=True)` where the model is compiled: 5 compiles -> 4 "
+        "(measured, helps)", "`cfg = True`: worse (5 compiles -> 6): x"]
+    (change,) = code_changes(t, [f, other])
+    assert describe(change) == ("change the code at m.py:4 (SL101 size-branch): move the decision "
+                                "out of the compiled region")
+    assert within_budget(TargetResult(name="t")) is None

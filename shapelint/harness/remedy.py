@@ -21,8 +21,8 @@ import re
 import threading
 from typing import Callable, List, Optional, Tuple
 
-from shapelint.finding import (GRAPH_BREAK, RECOMPILE, Blame, Counts, Remedy, RemedyKind,
-                               RemedyVerdict, TargetResult)
+from shapelint.finding import (CONFIRMED, GRAPH_BREAK, RECOMPILE, Blame, Counts, Finding, Remedy,
+                               RemedyKind, RemedyVerdict, TargetResult)
 from shapelint.harness.target import TargetSpec
 
 SIZE_SRC = re.compile(r"^L\['(?P<name>\w+)'\](?:\['(?P<key>\w+)'\])?\.size\(\)\[(?P<dim>\d+)\]$")
@@ -83,9 +83,11 @@ MARK_FUNCTIONS = {RemedyKind.MARK_DYNAMIC: "torch._dynamo.mark_dynamic",
                   RemedyKind.MARK_UNBACKED: "torch._dynamo.decorators.mark_unbacked"}
 
 
-def _marks(kind: RemedyKind, dims: List[Tuple[str, int]], why: str) -> Remedy:
+def _marks(kind: RemedyKind, dims: List[Tuple[str, int]], why: str, spec: TargetSpec) -> Remedy:
     calls = "; ".join(f"{MARK_FUNCTIONS[kind]}({n}, {d})" for n, d in dims)
-    return Remedy(kind=kind, marks=list(dims), code=f"{calls}  # before the call", why=why)
+    return Remedy(kind=kind, marks=list(dims), code=calls, why=why,
+                  where=f"on the tensors `{spec.inputs}` returns (or before each call of the "
+                        f"compiled model)")
 
 
 def propose(spec: TargetSpec, result: TargetResult) -> List[Remedy]:
@@ -102,23 +104,27 @@ def propose(spec: TargetSpec, result: TargetResult) -> List[Remedy]:
     if dims:
         out.append(_marks(RemedyKind.MARK_DYNAMIC, dims,
                           why="the varying dims compiled static first (automatic dynamic "
-                              "recompiles to make them dynamic)"))
+                              "recompiles to make them dynamic)", spec=spec))
         if Blame.SIZE_ONE in details or any(r.batch == 1 for r in result.per_shape):
             out.append(_marks(RemedyKind.MARK_UNBACKED, dims,
-                              why="sizes 0 and 1 are specialized unless the dim is unbacked"))
+                              why="sizes 0 and 1 are specialized unless the dim is unbacked",
+                              spec=spec))
     ints = guarded_ints(result)
     if ints:
         value = ",".join(ints)
         out.append(Remedy(kind=RemedyKind.DYNAMIC_SOURCES, sources=value,
-                          code=f'TORCH_COMPILE_DYNAMIC_SOURCES="{value}"  # in the environment',
+                          code=f'TORCH_COMPILE_DYNAMIC_SOURCES="{value}"',
+                          where="in the environment of the process that compiles",
                           why="the int arguments are guarded by value until automatic dynamic "
                               "promotes them"))
     if result.of_kind(RECOMPILE) and spec.dynamic != "true" and (dims or ints):
         out.append(Remedy(kind=RemedyKind.DYNAMIC_TRUE, code="torch.compile(model, dynamic=True)",
+                          where="where the model is compiled",
                           why="every size and int argument symbolic from the first compile"))
     if any(ev.registry_id == "GB0124" for ev in result.of_kind(GRAPH_BREAK)):
         out.append(Remedy(kind=RemedyKind.CAPTURE_SCALAR_OUTPUTS,
                           code="torch._dynamo.config.capture_scalar_outputs = True",
+                          where="before torch.compile",
                           why="`.item()` becomes an unbacked symbol instead of a graph break"))
     return out
 
@@ -187,24 +193,55 @@ def measure(spec: TargetSpec, result: TargetResult,
             if bad and rest and retries < 3:  # measure the marks the code lets be dynamic
                 todo.insert(0, _marks(RemedyKind.MARK_DYNAMIC, rest,
                                       why=f"mark_dynamic of {', '.join(f'{n} dim {d}' for n, d in bad)} "
-                                          f"raised: the code specializes it"))
+                                          f"raised: the code specializes it", spec=spec))
             if not any(r.kind == RemedyKind.MAYBE_MARK_DYNAMIC for r in out + todo):
                 first = next(r for r in out if r.kind == RemedyKind.MARK_DYNAMIC).marks
                 todo.insert(1 if bad and rest and retries < 3 else 0,
                             _marks(RemedyKind.MAYBE_MARK_DYNAMIC, first,
                                    why="mark_dynamic raised: the code specializes a dim; "
-                                       "maybe_mark_dynamic lets it"))
+                                       "maybe_mark_dynamic lets it", spec=spec))
     return out
 
 
 def describe(row: Remedy) -> str:
-    """``torch._dynamo.mark_dynamic(x, 0)  # before the call: 7 compiles -> 3 (measured, helps)``"""
+    """One remedy for a report: a helpful one with its code, where it goes and what it
+    measured; one that did not help on one short line; a code change with its place."""
+    if row.kind == RemedyKind.CODE_CHANGE:
+        return f"change the code at {row.where} ({row.why}): {row.code}"
     b, a = row.before, row.after
     if b is None or a is None:
         return f"`{row.code}`: not measured"
     extra = ""
     if a.graph_breaks != b.graph_breaks:
         extra = f", graph breaks {b.graph_breaks} -> {a.graph_breaks}"
-    problem = f"; {row.problem}" if row.problem else ""
-    return (f"`{row.code}`: {b.compiles} compiles -> {a.compiles}{extra} "
-            f"(measured, {row.verdict}){problem}")
+    counts = f"{b.compiles} compiles -> {a.compiles}{extra}"
+    if row.verdict != RemedyVerdict.HELPS:
+        problem = f": {row.problem.splitlines()[0][:120]}" if row.problem else ""
+        return f"`{row.code}`: {row.verdict} ({counts}){problem}"
+    where = f" {row.where}" if row.where else ""
+    return f"`{row.code}`{where}: {counts} (measured, helps)"
+
+
+def code_changes(target: TargetResult, findings: List[Finding]) -> List[Remedy]:
+    """The code change each confirmed finding of this target's events describes (its rule's
+    hint, at its line), after the knobs: what moves a model the knobs cannot bring within its
+    budget (issue 20's classifier: moving the trim out of forward, removing the fixed slice)."""
+    out: List[Remedy] = []
+    for f in findings:
+        if f.status != CONFIRMED or f.library or not f.hint:
+            continue
+        if not any(e.target == target.name for e in f.evidence_events):
+            continue
+        out.append(Remedy(kind=RemedyKind.CODE_CHANGE, code=f.hint, where=f"{f.path}:{f.line}",
+                          why=f"{f.rule} {f.name}"))
+    return out
+
+
+def within_budget(target: TargetResult) -> Optional[bool]:
+    """Whether a measured knob brings the target within its ``max-compiles`` (None: no
+    budget, or nothing measured)."""
+    measured = [r for r in target.remedies if r.after is not None]
+    if target.max_compiles is None or not measured:
+        return None
+    return any(r.after.compiles <= target.max_compiles and r.verdict == RemedyVerdict.HELPS
+               for r in measured if r.after is not None)

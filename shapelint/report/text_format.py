@@ -59,7 +59,8 @@ def _header(t) -> str:
     if not t.torch_version:  # the worker never got as far as importing torch
         return (f"target {t.name}: no replay (torch never started), backend {t.backend or '?'}, "
                 f"dynamic {t.dynamic or '?'}")
-    return (f"target {t.name}: {t.compiles} compiles on {t.device or '?'}, backend {t.backend or '?'}, "
+    replayed = f"{t.compiles} compiles" if t.per_shape or not t.error else "not replayed"
+    return (f"target {t.name}: {replayed} on {t.device or '?'}, backend {t.backend or '?'}, "
             f"dynamic {t.dynamic or '?'}, torch {t.torch_version}")
 
 
@@ -68,10 +69,10 @@ def _where(item: Guard) -> str:
 
 
 def _target_lines(t) -> List[str]:
-    from shapelint.harness.remedy import describe
+    from shapelint.harness.remedy import describe, within_budget
 
     out = [_header(t)]
-    if t.error:
+    if t.error and t.error not in t.problems:  # else said once, on the FAILED line
         out.append(f"  error: {t.error}")
     for row in t.per_shape:
         status = f"  error: {row.error}" if row.error else ""
@@ -131,6 +132,9 @@ def _target_lines(t) -> List[str]:
         out.append(f"      -> {f.path}:{f.line}" if f.path else f"      -> no line: {f.note}")
     for r in t.remedies:
         out.append(f"  remedy: {describe(r)}")
+    if within_budget(t) is False:
+        out.append(f"  no measured knob brings it within max-compiles {t.max_compiles}: "
+                   f"the code changes above do")
     if t.executed:
         n = sum(len(v) for v in t.executed.values())
         out.append(f"  coverage: {n} line(s) in {len(t.executed)} file(s) ran compiled")
