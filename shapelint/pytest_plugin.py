@@ -31,6 +31,21 @@ def pytest_configure(config: Any) -> None:
                    "recompile the code caused (or more compiles than max_compiles)")
 
 
+def import_paths(config: Any, base_dir: str) -> list:
+    """Where the marker's worker imports ``pkg.module`` references from, as pytest itself
+    would find them: the test's folder, the rootdir and its ``src/``, the ``pythonpath`` ini
+    entries (a src layout's ``pythonpath = ["src"]``), the ini file's folder."""
+    from shapelint.harness.target import import_dirs
+
+    try:
+        pythonpath = [str(p) for p in config.getini("pythonpath") or []]
+    except (ValueError, KeyError):  # a pytest without the `pythonpath` ini (before 7.0)
+        pythonpath = []
+    inipath = getattr(config, "inipath", None)
+    return import_dirs(base_dir, project_root=str(config.rootpath), pythonpath=pythonpath,
+                       config_dir=str(inipath.parent) if inipath else None)
+
+
 @pytest.fixture
 def compile_watch():
     """A factory of CompileWatch context managers (``with compile_watch() as watch:``)."""
@@ -56,6 +71,7 @@ def pytest_pyfunc_call(pyfuncitem: Any):
         kwargs.setdefault("backend", config.getoption("--shapelint-backend") or config.getini("shapelint_backend"))
         kwargs.setdefault("timeout", float(config.getini("shapelint_timeout")))
         kwargs.setdefault("base_dir", str(pyfuncitem.path.parent))
+        kwargs.setdefault("import_paths", import_paths(config, kwargs["base_dir"]))
         failure = None
         try:
             assert_no_recompiles(**kwargs)

@@ -180,17 +180,29 @@ def assert_no_recompiles(model: str, inputs: str, batch_sizes: Sequence[int] = t
                          seq_lens: Optional[Sequence[int]] = None, max_compiles: Optional[int] = None,
                          dynamic: str = "auto", backend: str = "eager", device: str = "auto",
                          timeout: float = 300.0, base_dir: Optional[str] = None,
-                         fullgraph: bool = False) -> TargetResult:
+                         fullgraph: bool = False,
+                         import_paths: Optional[Sequence[str]] = None) -> TargetResult:
     """Replay ``model`` (a ``pkg.mod:factory`` or ``file.py:factory``) in a fresh process at
     the given shapes; raise RecompileError naming every recompile the code caused (see the
     module's docstring; with ``max_compiles``, also when it compiles more often than that),
-    GraphBreakError under ``fullgraph`` when the graph breaks. Returns the replay's result."""
-    from shapelint.harness.runner import run_target
+    GraphBreakError under ``fullgraph`` when the graph breaks. Returns the replay's result.
 
+    ``pkg.module`` references are imported from ``base_dir`` (default: the working
+    directory), then ``import_paths`` (the pytest marker passes the project root, its
+    ``src/``, pytest's ``pythonpath`` and the ini file's folder; by default the repository
+    root holding ``base_dir`` and its ``src/``)."""
+    from shapelint.config import repository_root
+    from shapelint.harness.runner import run_target
+    from shapelint.harness.target import import_dirs
+
+    base_dir = base_dir or os.getcwd()
+    if import_paths is None:
+        import_paths = import_dirs(base_dir, project_root=repository_root(base_dir) or base_dir)
     spec = TargetSpec(name=model.split(":")[-1], model=model, inputs=inputs,
                       batch_sizes=list(batch_sizes), seq_lens=list(seq_lens) if seq_lens else None,
                       dynamic=dynamic, backend=backend, device=device, max_compiles=max_compiles,
-                      timeout=timeout, base_dir=base_dir or os.getcwd(), fullgraph=fullgraph)
+                      timeout=timeout, base_dir=base_dir, fullgraph=fullgraph,
+                      import_paths=list(import_paths))
     result = run_target(spec)
     counted = f"{result.compiles} compiles at {len(result.per_shape)} shapes"
     if result.error:

@@ -576,6 +576,145 @@ def compile_watch_without_with(tmp_path):
 
 
 # =============================================================================================
+# Whose fault: a mistake in the target's settings is the target's error, naming the setting
+# =============================================================================================
+
+MISTAKES = """\
+import torch
+def build(): return torch.nn.Linear(4, 4)
+def raises(): raise RuntimeError("cannot build the model")
+def inputs(batch): return (torch.randn(batch, 4),)
+def wrong(batch): return 42
+"""
+MISTAKE_TARGETS = (  # (name, settings, the key its error must start with, words it must hold)
+    ("seq", 'inputs = "m.py:inputs"\nseq-lens = [5, 9]', "seq-lens", "add the parameter"),
+    ("wrong", 'inputs = "m.py:wrong"', "inputs `m.py:wrong`", "must return a tuple of args"),
+    ("raises", 'model = "m.py:raises"', "model `m.py:raises`", "cannot build the model (at m.py:3)"),
+    ("noattr", 'model = "m.py:nope"', "model `m.py:nope`", "has no attribute `nope`"),
+    ("nofile", 'inputs = "gone.py:inputs"', "inputs `gone.py:inputs`", "no such file gone.py"),
+    ("nomodule", 'model = "nowhere.models:build"', "model `nowhere.models:build`", "looked in ./"),
+)
+
+
+def _no_shapelint_places(doc) -> None:
+    """Nothing in a run's report points into shapelint's own files."""
+    own = "shapelint/"
+    for f in doc["findings"]:
+        assert not f["path"].startswith(own), f
+    for t in doc["targets"]:
+        for ev in t.get("events", []):
+            assert ev["kind"] != "compile-error" and own not in json.dumps(ev), ev
+        assert not any(own in p for p in t.get("executed", {})), t["executed"]
+
+
+@row("a target's setting that is wrong (`seq-lens` for an inputs callable without `seq_len`, "
+     "inputs that return no args, kwargs or tensor, a factory that raises, a `model` or "
+     "`inputs` that names nothing)",
+     "shapelint run --model m.py:build --inputs m.py:inputs --seq-lens 5,9 (and one target of "
+     "each beside a good one)",
+     "that target fails with one line that starts with the setting (`seq-lens`, `inputs`, "
+     "`model`) and says what to do; no per-shape compile error, nothing blamed on shapelint's "
+     "own files; the others complete", pytest.mark.slow)
+def target_settings_name_the_key(tmp_path):
+    pytest.importorskip("torch")
+    write_tree(tmp_path, {"m.py": MISTAKES})
+    # the issue's command: a compile error per shape and an SL903 in harness/worker.py before
+    res = sl(tmp_path, "run", "--model", "m.py:build", "--inputs", "m.py:inputs",
+             "--seq-lens", "5,9", "--batch-sizes", "1,2", "--no-cache", timeout=600)
+    assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr
+    assert "shapelint/" not in res.stdout and "compile error" not in res.stdout, res.stdout
+    assert "SL903" not in res.stdout and "new compiles" not in res.stdout, res.stdout
+    said = [ln for ln in res.stdout.splitlines() if "seq_len" in ln]
+    assert len(said) == 1 and said[0].startswith("  FAILED: seq-lens [5, 9] given"), res.stdout
+    toml = ""
+    for name, settings, _, _ in MISTAKE_TARGETS:
+        table = {"name": f'"{name}"', "model": '"m.py:build"', "inputs": '"m.py:inputs"',
+                 "batch-sizes": "[1, 2]"}
+        for line in settings.splitlines():
+            key, value = line.split(" = ", 1)
+            table[key] = value
+        toml += "[[targets]]\n" + "".join(f"{k} = {v}\n" for k, v in table.items())
+    toml += '[[targets]]\nname = "good"\nmodel = "m.py:build"\ninputs = "m.py:inputs"\nbatch-sizes = [1, 2]\n'
+    (tmp_path / "shapelint.toml").write_text(toml)
+    res = sl(tmp_path, "run", "-j", "2", "--format", "json", "-o", "r.json", "--no-cache", timeout=900)
+    assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr
+    doc = json.loads((tmp_path / "r.json").read_text())
+    targets = {t["name"]: t for t in doc["targets"]}
+    for name, _, key, words in MISTAKE_TARGETS:
+        t = targets[name]
+        assert t["failed"] and t["error"].startswith(key) and words in t["error"], (name, t["error"])
+        assert "\n" not in t["error"] and not t.get("per_shape"), (name, t)
+    assert not targets["good"].get("failed") and targets["good"]["compiles"] >= 1
+    _no_shapelint_places(doc)
+    text = sl(tmp_path, "report", "r.json").stdout
+    for name, _, key, _ in MISTAKE_TARGETS:  # said once, on the target's FAILED line
+        assert text.count(targets[name]["error"]) == 1, text
+
+
+SRC_LAYOUT = {
+    "src/mymodels/__init__.py": "",
+    "src/mymodels/models.py": """
+        import torch
+        def build(): return torch.nn.Linear(4, 4)
+        """,
+    "lib/helpers/__init__.py": "",
+    "lib/helpers/shapes.py": """
+        import torch
+        def inputs(batch): return (torch.randn(batch, 4),)
+        """,
+    "pyproject.toml": """
+        [tool.pytest.ini_options]
+        pythonpath = ["src", "lib"]
+        """,
+    "tests/test_model.py": """
+        import pytest
+
+        @pytest.mark.no_recompiles(model="mymodels.models:build", inputs="helpers.shapes:inputs",
+                                   batch_sizes=[1, 2])
+        def test_compiles_once():
+            pass
+
+        @pytest.mark.no_recompiles(model="nowhere.models:build", inputs="helpers.shapes:inputs",
+                                   batch_sizes=[1])
+        def test_names_nothing():
+            pass
+        """,
+}
+
+
+@row("a src-layout project (`src/mymodels`, `pythonpath = [\"src\"]` in its pytest config) whose "
+     "targets name `mymodels.models:build`",
+     "shapelint run --model mymodels.models:build (from the root or a subfolder); pytest with "
+     "`@pytest.mark.no_recompiles(model=\"mymodels.models:build\")`",
+     "imported: the worker looks in the target's folder, the project's `src/`, pytest's "
+     "`pythonpath` (the marker passes it) and the config's folder; a module in none of them is "
+     "the target's error, listing the folders it looked in", pytest.mark.slow)
+def src_layout_targets(tmp_path):
+    pytest.importorskip("torch")
+    write_tree(tmp_path, SRC_LAYOUT)
+    _git(tmp_path, "init", "-q")
+    for cwd in (tmp_path, tmp_path / "tests"):
+        res = sl(cwd, "run", "--model", "mymodels.models:build", "--inputs",
+                 "mymodels.models:build", "--batch-sizes", "1", "--no-static", "--no-cache",
+                 timeout=600)
+        # found: the inputs callable is the wrong one on purpose (a cheap check of the import)
+        assert "No module named" not in res.stdout + res.stderr, (cwd, res.stdout)
+        assert "inputs `mymodels.models:build`" in res.stdout, (cwd, res.stdout)
+    res = sl(tmp_path, "run", "--model", "nowhere.models:build", "--inputs",
+             "mymodels.models:build", "--batch-sizes", "1", "--no-static", "--no-cache", timeout=600)
+    assert res.returncode == 1, res.stderr
+    assert "model `nowhere.models:build`: no module named `nowhere` (looked in ./, src/, then" \
+        in res.stdout, res.stdout
+    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          "-rf", "tests"], cwd=str(tmp_path), capture_output=True, text=True,
+                         env=env(), timeout=900)
+    out = res.stdout
+    assert "1 passed" in out and "1 failed" in out, out[-3000:]
+    assert "test_names_nothing" in out and "No module named 'mymodels'" not in out, out[-3000:]
+    assert "no module named `nowhere` (looked in tests/, ./, src/, lib/, then" in out, out[-3000:]
+
+
+# =============================================================================================
 
 @pytest.mark.parametrize("case", rows_of(__name__))
 def test_fault(case: Row, request):

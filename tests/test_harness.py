@@ -130,13 +130,15 @@ def fault(tmp_path, model, inputs="inputs", **kw):
 
 def test_factory_that_raises(tmp_path):
     res = fault(tmp_path, "raises")
-    assert res.failed and "model factory failed" in res.error and "cannot build" in res.error
+    assert res.failed and res.error.startswith("model `faults.py:raises`: the factory failed")
+    assert "cannot build" in res.error and not res.per_shape
 
 
 def test_inputs_of_the_wrong_type(tmp_path):
     res = fault(tmp_path, "plain", inputs="wrong_inputs")
-    assert res.failed
-    assert all("inputs must return" in r.error for r in res.per_shape)
+    assert res.failed and not res.per_shape and not res.events  # the target's error, said once
+    assert res.error.startswith("inputs `faults.py:wrong_inputs` returned int at batch=1: it must "
+                                "return a tuple of args")
 
 
 def test_forward_that_raises_at_one_batch_only(tmp_path):
@@ -462,7 +464,7 @@ def test_device_cuda_without_cuda_says_so(tmp_path):
     proc = shapelint(tmp_path, "run", "--model", "gate.py:plain", "--inputs", "gate.py:inputs",
                      "--batch-sizes", "1", "--device", "cuda", "--no-static")
     assert proc.returncode == 1
-    assert "device cuda requested but" in proc.stdout and "model factory failed" not in proc.stdout
+    assert "device cuda requested but" in proc.stdout and "the factory failed" not in proc.stdout
 
 
 BRANCHY = """

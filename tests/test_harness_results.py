@@ -263,3 +263,26 @@ def test_remedies_after_the_knobs_are_code_changes():
     assert describe(change) == ("change the code at m.py:4 (SL101 size-branch): move the decision "
                                 "out of the compiled region")
     assert within_budget(TargetResult(name="t")) is None
+
+
+def test_nothing_points_into_shapelints_own_files(tmp_path):
+    """An event placed in shapelint's own code (an inputs mistake raised in the worker, before
+    issue 20 item 5: an SL903 at shapelint/harness/worker.py) keeps no place there, and the
+    files the replay ran there are not checked (one filter: runner.not_ours)."""
+    import shapelint.harness.worker as worker
+
+    own = os.path.abspath(worker.__file__)
+    ev = Event(kind="compile-error", shape={"batch": 1, "seq_len": 5}, reason="TargetError: x",
+               path=own, abspath=own, line=277,
+               guards=[Guard(entry="0/0", abspath=own, line=3)])
+    user = recompile("m.py", 4)
+    rec = records(ev, user)
+    rec[1]["executed"] = {own: [270, 277], os.path.abspath("m.py"): [4]}
+    rec.insert(1, {"type": "sources", "files": [own, os.path.abspath("m.py")]})
+    r = assemble(spec(), rec)
+    mistake, kept = r.events
+    assert mistake.path is None and mistake.line is None and not mistake.locations()
+    assert "shapelint" in mistake.note and all(g.path is None for g in mistake.guards)
+    assert kept.path == "m.py" and kept.line == 4  # the user's places stay
+    assert list(r.executed) == ["m.py"] and r.sources == [os.path.abspath("m.py")]
+    assert "worker.py" not in json.dumps(r.to_json())

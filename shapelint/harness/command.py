@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from shapelint.config import ConfigError, check_target_value, validate_target
 from shapelint.finding import ShapeRow, TargetResult, shape_text
-from shapelint.harness.target import TargetError, TargetSpec, source_file
+from shapelint.harness.target import TargetError, TargetSpec, import_dirs, source_file
 from shapelint.report.escape import clean
 
 
@@ -90,11 +90,27 @@ def build_targets(args: argparse.Namespace, settings) -> List[TargetSpec]:
         if not tables:
             raise ConfigError("no targets: add [[targets]] to shapelint.toml (or "
                               "[[tool.shapelint.targets]] to pyproject.toml), or pass --model and --inputs")
+    root, config_dir = project_folders(settings)
+    for t in tables:
+        t["_import_paths"] = import_dirs(t.get("_base_dir", "."), project_root=root,
+                                         config_dir=config_dir)
     try:
         specs = [TargetSpec.from_config(t) for t in tables]
     except TargetError as exc:
         raise ConfigError(str(exc)) from exc
     return shard(specs, parse_shard(getattr(args, "shard", None)))
+
+
+def project_folders(settings) -> Tuple[str, Optional[str]]:
+    """Where a run's ``pkg.module`` targets may live besides their own folder: the project
+    root (the config's folder, else the repository holding the working directory, else the
+    working directory) with its ``src/``, and the config's folder."""
+    from shapelint.config import repository_root
+
+    config_path = getattr(settings, "config_path", None)
+    config_dir = os.path.dirname(os.path.abspath(config_path)) if config_path else None
+    root = config_dir or repository_root(os.getcwd()) or os.getcwd()
+    return root, config_dir
 
 
 def _say(text: str) -> None:
@@ -271,7 +287,7 @@ def static_paths(specs: List[TargetSpec], results: List[TargetResult]) -> List[s
     for spec in specs:
         for ref in (spec.model, spec.inputs):
             try:
-                f = source_file(ref, spec.base_dir)
+                f = source_file(ref, spec.base_dir, spec.import_paths)
             except TargetError:
                 f = None
             if f:

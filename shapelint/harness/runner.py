@@ -125,6 +125,7 @@ def _run_in(workdir: str, spec: TargetSpec, on_shape, python) -> TargetResult:
                        os.path.join(tempfile.gettempdir(), f"torchinductor_{user}"))
     env["TMPDIR"] = workdir  # so do the temporary files of torch and of the model
     pkg_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["SHAPELINT_CWD"] = os.getcwd()  # the worker names folders as the user sees them
     env["PYTHONPATH"] = os.pathsep.join([pkg_root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     started = time.perf_counter()
     error: Optional[str] = None
@@ -225,6 +226,38 @@ def _last_line(text: str) -> str:
     return lines[-1][:300] if lines else ""
 
 
+#: shapelint's own package: no event, executed line or source file may point into it
+OWN_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: what an event that torch (or an error) placed in shapelint's own code says instead
+OWN_NOTE = "raised inside shapelint's harness, not in your code (please report it)"
+
+
+def is_own(path: Optional[str]) -> bool:
+    """Whether ``path`` is a file of shapelint itself."""
+    return bool(path) and os.path.abspath(path or "").startswith(OWN_PACKAGE + os.sep)
+
+
+def not_ours(ev: Event) -> Event:
+    """The one filter that keeps shapelint's own files out of what a target reports: a place
+    in them is the harness's, never the user's code, so it is dropped (the event stays, with a
+    note), and no finding can be made there (the static pass checks only the files events
+    point into and the replay executed, both filtered here)."""
+    if is_own(ev.abspath or ev.path):
+        ev.path = ev.abspath = None
+        ev.line = None
+        ev.source = ""
+        ev.note = ev.note or OWN_NOTE
+    for g in ev.guards:
+        if is_own(g.abspath or g.path):
+            g.path = g.abspath = None
+            g.line = None
+            g.source = ""
+            g.note = g.note or OWN_NOTE
+        g.callers = [p for p in g.callers if not is_own(p.abspath or p.path)]
+    ev.also = [p for p in ev.also if not is_own(p.abspath or p.path)]
+    return ev
+
+
 def _display(ev: Event) -> Event:
     """Paths shown relative to the working directory (absolute ones kept in ``abspath``)."""
     if ev.abspath:
@@ -242,7 +275,7 @@ def assemble(spec: TargetSpec, records: List[Dict[str, Any]], error: Optional[st
     rows = [load(ShapeRow, r["row"], "row") for r in shapes]
     done = next((r for r in records if r.get("type") == "done"), None)
     last: Dict[str, Any] = done or (shapes[-1] if shapes else {})
-    events = [_display(Event.from_json(e)) for r in shapes for e in r.get("events", [])]
+    events = [_display(not_ours(Event.from_json(e))) for r in shapes for e in r.get("events", [])]
     varying = varying_sources(r.get("inputs") or {} for r in shapes)
     mark_benign(events, varying)
     backend = spec.backend if not spec.mode else "inductor"
@@ -255,9 +288,10 @@ def assemble(spec: TargetSpec, records: List[Dict[str, Any]], error: Optional[st
         frames=[dataclasses.replace(f, path=relpath(f.path) if f.path else f.path)
                 for f in (load(Frame, f, "frame") for f in last.get("frames", []))],
         sources=[f for r in records if r.get("type") == "sources"
-                 for f in r.get("files") or [] if isinstance(f, str)],
+                 for f in r.get("files") or [] if isinstance(f, str) and not is_own(f)],
         events=events,
-        executed={relpath(p): ls for p, ls in merge([r.get("executed") or {} for r in records]).items()},
+        executed={relpath(p): ls for p, ls in merge([r.get("executed") or {} for r in records]).items()
+                  if not is_own(p)},
         varying=sorted(varying), max_compiles=spec.max_compiles, error=error)
     result.problems = verdict(spec, result)
     return result

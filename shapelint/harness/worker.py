@@ -23,6 +23,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from shapelint.finding import shape_text
 from shapelint.harness.procs import become_subreaper, die_with_parent, end_descendants
 from shapelint.harness.target import TargetError, TargetSpec, load
 
@@ -77,8 +78,8 @@ def normalize_inputs(value: Any) -> Tuple[tuple, dict]:
         if len(value) == 2 and isinstance(value[0], (tuple, list)) and isinstance(value[1], dict):
             return tuple(value[0]), dict(value[1])
         return tuple(value), {}
-    raise TargetError(f"inputs must return a tuple of args, (args, kwargs), a dict or a tensor; "
-                      f"got {type(value).__name__}")
+    raise TargetError("it must return a tuple of args, (args, kwargs), a dict of keyword "
+                      "arguments or one tensor")
 
 
 def _to_device(obj: Any, device: str) -> Any:
@@ -168,19 +169,85 @@ def resolve_device(spec: TargetSpec) -> str:
 def load_model(spec: TargetSpec, device: str) -> Tuple[Any, Callable[..., Any], List[str]]:
     """Import the factory and the inputs callable, build the model, move it to ``device``;
     also the files the two came from (the parent resolves nothing by importing: user code runs
-    only in workers)."""
+    only in workers). Every failure here is the target's, a TargetError that names the setting
+    at fault (``model``, ``inputs``, ``seq-lens``) and what to do."""
     import torch
 
-    factory = load(spec.model, spec.base_dir)
-    inputs_fn = load(spec.inputs, spec.base_dir)
-    model = factory()
+    factory = _import(spec, "model", spec.model)
+    inputs_fn = _import(spec, "inputs", spec.inputs)
+    check_inputs_signature(spec, inputs_fn)
+    try:
+        model = factory()
+    except Exception as exc:  # noqa: BLE001 - the factory is the user's code
+        raise TargetError(f"model `{spec.model}`: the factory failed: {_short_exc(exc)}"
+                          f"{_raised_at(exc)}") from None
     if model is None or not callable(model):
-        raise TargetError(f"the model factory `{spec.model}` returned "
+        raise TargetError(f"model `{spec.model}`: the factory returned "
                           f"{'None' if model is None else type(model).__name__}: it must return "
                           f"an nn.Module or a callable")
     if isinstance(model, torch.nn.Module):
-        model = model.to(device)
+        try:
+            model = model.to(device)
+        except Exception as exc:  # noqa: BLE001
+            raise TargetError(f"model `{spec.model}`: moving it to {device} failed: "
+                              f"{_short_exc(exc)}; try device = \"cpu\"") from None
     return model, inputs_fn, _source_files(factory, inputs_fn)
+
+
+def _import(spec: TargetSpec, key: str, ref: str) -> Callable[..., Any]:
+    """``load`` for one setting: what the user's module raises while it is imported is that
+    setting's error too (with the line that raised)."""
+    try:
+        return load(ref, spec.base_dir, key, spec.import_paths)
+    except TargetError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the user's module ran and raised
+        raise TargetError(f"{key} `{ref}`: importing it failed: {_short_exc(exc)}"
+                          f"{_raised_at(exc)}") from None
+
+
+def _raised_at(exc: BaseException) -> str:
+    """`` (at models.py:12)``: the innermost frame of the user's code that raised; never a
+    frame of shapelint's own, nor of Python's import machinery."""
+    from shapelint.harness.target import shown
+
+    if isinstance(exc, SyntaxError) and exc.filename and exc.lineno:
+        return f" (at {shown(exc.filename)}:{exc.lineno})"
+    own = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    best = None
+    for fr in traceback.extract_tb(exc.__traceback__):
+        path = os.path.abspath(fr.filename)
+        if fr.filename.startswith("<") or path.startswith(own + os.sep):
+            continue
+        best = (path, fr.lineno)
+    return f" (at {shown(best[0])}:{best[1]})" if best else ""
+
+
+def check_inputs_signature(spec: TargetSpec, fn: Callable[..., Any]) -> None:
+    """The inputs callable is called as ``inputs(batch)``, or ``inputs(batch, seq_len=N)``
+    when seq-lens are given: a signature that cannot take that is the config's mistake, said
+    once for the target (not once per shape, as a compile error)."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin or a C callable: called as it is
+        return
+    name = getattr(fn, "__name__", "inputs")
+    if spec.seq_lens and not _accepts_seq_len(fn):
+        raise TargetError(f"seq-lens {list(spec.seq_lens)} given, but the inputs callable "
+                          f"`{spec.inputs}` takes no `seq_len`: add the parameter "
+                          f"(`def {name}(batch, seq_len):`) or remove seq-lens")
+    try:
+        sig.bind(1, **({"seq_len": 1} if spec.seq_lens else {}))
+    except TypeError as exc:
+        seq = sig.parameters.get("seq_len")
+        if not spec.seq_lens and seq is not None and seq.default is seq.empty:
+            raise TargetError(f"seq-lens: the inputs callable `{spec.inputs}` needs `seq_len`, "
+                              f"but no seq-lens are given: add them (`seq-lens = [16, 32]`, "
+                              f"--seq-lens 16,32) or give `seq_len` a default") from None
+        call = f"{name}(batch{', seq_len=N' if spec.seq_lens else ''})"
+        raise TargetError(f"inputs `{spec.inputs}` cannot be called as {call}: {exc}; it is "
+                          f"called with the batch size first, then seq_len= when seq-lens "
+                          f"are given") from None
 
 
 def _source_files(*objs: Any) -> List[str]:
@@ -250,7 +317,6 @@ class Replay:
     entry_code: Any = None
     frame_has_self: bool = False
     entry_fn: Any = None
-    seq_param: bool = False
     current: Dict[str, Any] = field(default_factory=dict)
     cudagraph_records: List[int] = field(default_factory=lambda: [0])
 
@@ -271,14 +337,19 @@ def replay_shape(r: Replay, shape: Dict[str, Any]) -> Dict[str, Any]:
     eager_frame = None
     inputs: Dict[str, Any] = {}
     t0 = time.perf_counter()
+    stage = "inputs"  # an error before the compiled call is the inputs callable's, not torch's
     try:
-        call_kw = {"seq_len": shape["seq_len"]} if shape["seq_len"] is not None and r.seq_param else {}
-        if shape["seq_len"] is not None and not r.seq_param:
-            raise TargetError("seq-lens given but the inputs callable takes no seq_len")
+        call_kw = {"seq_len": shape["seq_len"]} if shape["seq_len"] is not None else {}
         if spec.seed is not None and spec.seed_each_shape:  # inputs independent of the order
             torch.manual_seed(spec.seed + shape["batch"] * 1009 + (shape["seq_len"] or 0))
-        args, kw = normalize_inputs(r.inputs_fn(shape["batch"], **call_kw))
+        value = r.inputs_fn(shape["batch"], **call_kw)
+        try:
+            args, kw = normalize_inputs(value)
+        except TargetError as exc:  # the same at every shape: the target's error, said once
+            raise TargetError(f"inputs `{spec.inputs}` returned {type(value).__name__} at "
+                              f"{shape_text(shape)}: {exc}") from None
         args, kw = _to_device(args, r.device), _to_device(kw, r.device)
+        stage = "call"
         _bind(r, args, kw)
         _mark(r, args, kw)
         inputs = _input_values(r.current)
@@ -295,10 +366,15 @@ def replay_shape(r: Replay, shape: Dict[str, Any]) -> Dict[str, Any]:
                     eager_frame = frame
         if r.device.startswith("cuda"):
             torch.cuda.synchronize()
+    except TargetError:
+        raise
     except Exception as exc:  # noqa: BLE001 - one bad shape must not end the run
         error = ("out of memory: " if _is_oom(exc) else "") + _short_exc(exc)
-        where = recorder.text_frame(traceback.format_exc() + "\n" + str(exc))
-        recorder.add_call_error(_short_exc(exc), where)
+        if stage == "inputs":  # no compile happened: an error of the row, not an event
+            error = f"inputs `{spec.inputs}` failed: {error}{_raised_at(exc)}"
+        else:
+            where = recorder.text_frame(traceback.format_exc() + "\n" + str(exc))
+            recorder.add_call_error(_short_exc(exc), where)
         if r.device.startswith("cuda") and _is_oom(exc):
             torch.cuda.empty_cache()
     r.feed()
@@ -632,9 +708,8 @@ def run(spec: TargetSpec, out: Out) -> int:
         torch.manual_seed(spec.seed)
     try:
         model, inputs_fn, sources = load_model(spec, device)
-    except Exception as exc:  # noqa: BLE001 - a factory that raises is reported, not fatal
-        out.write({"type": "fatal", "error": f"model factory failed: {_short_exc(exc)}",
-                   "traceback": traceback.format_exc()[-2000:]})
+    except TargetError as exc:  # the target's mistake, naming its setting: reported, not fatal
+        out.write({"type": "fatal", "error": str(exc)})
         return 2
     out.write({"type": "sources", "files": sources})
     apply_config_remedy(spec)
@@ -642,7 +717,7 @@ def run(spec: TargetSpec, out: Out) -> int:
     forward = model.forward if isinstance(model, torch.nn.Module) else model
     r = Replay(spec=spec, device=device, model=model, compiled=compiled, inputs_fn=inputs_fn,
                recorder=recorder, feed=feed, coverage=coverage, tape=tape,
-               seq_param=_accepts_seq_len(inputs_fn), cudagraph_records=cudagraph_records)
+               cudagraph_records=cudagraph_records)
     r.signature = _signature(forward, True)
     r.frame_signature = _signature(getattr(forward, "__func__", forward), False)
     r.frame_has_self = hasattr(forward, "__func__")
