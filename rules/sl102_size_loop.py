@@ -100,7 +100,7 @@ class M(torch.nn.Module):
             if count is not None and varying_size(count):
                 self.report(site, f"`{site.short_code()}` makes a number of pieces computed from "
                                   f"the tensor size {site.fn.describe(count.origin)}, which varies "
-                                  f"({count.dim.label}); each new count is a new graph")
+                                  f"({count.dim.label if count.dim else 'varies'}); each new count is a new graph")
             return
         count = site.arg("split_size", offset) or site.arg("split_size_or_sections", offset)
         if count is None or not _is_int(count):

@@ -75,9 +75,10 @@ class M(torch.nn.Module):
 
     def on_format(self, site: Format) -> None:
         if varying_size(site.value):
+            dim = site.value.dim.label if site.value.dim else "varies"
             self.report(site, f"`{site.short_code()}` formats the tensor size "
-                              f"{site.fn.describe(site.value.origin)} ({site.value.dim.label}) "
-                              f"as text; that specializes it")
+                              f"{site.fn.describe(site.value.origin)} ({dim}) as text; that "
+                              f"specializes it")
 
     def on_call(self, site: Call) -> None:
         if (site.callee or "").endswith(("functional.interpolate", "functional.upsample")):

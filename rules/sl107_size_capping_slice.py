@@ -76,9 +76,9 @@ class M(torch.nn.Module):
             return
         if site.step is not None and not isinstance(site.step.const, int):
             return
-        if _fixed(site.upper) and not _negative(site.upper, site.upper_node):
+        if site.upper is not None and _fixed(site.upper) and not _negative(site.upper, site.upper_node):
             bound, where = site.upper, "end"
-        elif _fixed(site.lower) and _negative(site.lower, site.lower_node):
+        elif site.lower is not None and _fixed(site.lower) and _negative(site.lower, site.lower_node):
             bound, where = site.lower, "start (counted from the end)"
         else:
             return

@@ -109,8 +109,8 @@ def inputs(batch):  # a new max_decode_len on each call
             branches = self._branches.get(origin)
             where = f"`{origin.symbol}` (line {origin.line})"
             if branches:
-                for site in branches[:1]:
-                    self.report(site, f"`{site.short_code()}` tests the Python {kind} argument "
+                for branch in branches[:1]:
+                    self.report(branch, f"`{branch.short_code()}` tests the Python {kind} argument "
                                       f"`{origin.text}` of {where}; Dynamo guards on its value "
                                       f"and recompiles for each value that flips the test",
                                 unless_nested=root)

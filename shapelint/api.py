@@ -191,8 +191,8 @@ class Call(Site):
             if a.keyword is not None and a.keyword.value == name:
                 return a.value
         if index is not None and not self.bound_nodes:
-            a = self.arg_node(index)
-            return a.value if a is not None else None
+            found = self.arg_node(index)
+            return found.value if found is not None else None
         return None
 
     def arg_node(self, index: int) -> Optional["cst.Arg"]:
@@ -416,7 +416,6 @@ class ReportSink:
 # Shared knowledge rules use: which calls break the graph
 # ---------------------------------------------------------------------------------------------
 
-LOGGING_PREFIXES = ("logging.", "warnings.warn", "print")
 #: logger methods that do I/O (``logger.warning_once`` included), from the Dynamo table
 LOGGER_METHODS = dynamo.LOGGER_METHODS
 

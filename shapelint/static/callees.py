@@ -51,6 +51,7 @@ def _is_self_attr(node: cst.CSTNode) -> bool:
 def resolve(w: "Walker", func: cst.BaseExpression) -> Callee:
     """Resolve ``func`` (the callee expression of a call) in the walker's function."""
     project = w.a.project
+    method: Optional[str]
     if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call) \
             and dotted(func.value.func) == "super" and w.cls is not None:
         method = func.attr.value
@@ -71,10 +72,10 @@ def resolve(w: "Walker", func: cst.BaseExpression) -> Callee:
             return _imported(w, f"{receiver.detail[len(IMPORTED):]}.{method}")
         if receiver.is_module and receiver.detail:
             cls = project.class_of(receiver.detail, w.mod)
-            fn = project.method(cls, method) if cls is not None else None
-            if fn is not None:
-                return Callee("function", qualname=fn.qualname, method=method, receiver=receiver,
-                              target=fn, bound_self=True)
+            found = project.method(cls, method) if cls is not None else None
+            if found is not None:
+                return Callee("function", qualname=found.qualname, method=method,
+                              receiver=receiver, target=found, bound_self=True)
         return Callee("method", method=method, receiver=receiver)
     if isinstance(func, cst.Name) and func.value in w.env:
         receiver = w.ev(func)

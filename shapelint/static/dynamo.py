@@ -207,9 +207,6 @@ ROWS: Tuple[Row, ...] = (
 BY_OP: Dict[str, Row] = {r.op: r for r in ROWS}
 
 
-def effect(op: str) -> Optional[Effect]:
-    row = BY_OP.get(op)
-    return row.effect if row is not None else None
 
 
 # -- lookups the static pass makes -------------------------------------------------------------
@@ -252,9 +249,6 @@ def size_function(qualname: str) -> Optional[Effect]:
 DATA_DEPENDENT_OPS = frozenset({"nonzero", "masked_select", "unique", "unique_consecutive",
                                 "argwhere", "bincount"})
 
-#: Python I/O that breaks the graph
-IO_FUNCTIONS = ("print", "warnings.warn", "logging.", "builtins.print", "sys.stdout.write",
-                "sys.stderr.write", "tqdm.")
 LOGGER_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical",
                             "log", "warning_once", "info_once", "warning_advice"})
 #: context managers and calls Dynamo cannot trace through

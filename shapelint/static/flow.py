@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Callable, Dict, FrozenSet, List, Optional, Protocol, Sequence, Tuple, Union
+from typing import Callable, Dict, FrozenSet, List, Optional, Protocol, Sequence, Tuple, Union, cast
 
 import libcst as cst
 import networkx as nx
@@ -27,7 +27,7 @@ from shapelint.static.frames import Frames
 from shapelint.static.project import FunctionInfo, ModuleInfo, Project, dotted as _dotted
 from shapelint.static.regions import Regions
 from shapelint.static.types import ast_literal, ast_param_kinds, kinds_of_ast_annotation, literal
-from shapelint.values import (CONST_DIM, NUMBERS, UNKNOWN, Dims, Kind, Origin, Tag, Value,
+from shapelint.values import (CONST_DIM, NUMBERS, UNKNOWN, DimInfo, Dims, Kind, Origin, Tag, Value,
                               join_dims, tracked)
 
 MAX_DEPTH = 12
@@ -286,7 +286,7 @@ def _is_self_attr(node: cst.CSTNode) -> bool:
         and node.value.value == "self"
 
 
-def _int_literal(node: cst.CSTNode) -> Optional[int]:
+def _int_literal(node: cst.BaseExpression) -> Optional[int]:
     v = literal(node).const
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
@@ -440,7 +440,7 @@ class Walker:
                     self.ctx.stmt = small
                     self.small(small)
             elif _is_a(s, cst.BaseSmallStatement):  # the body of `if x: return y`
-                self.small(s)
+                self.small(cast(cst.BaseSmallStatement, s))
             elif isinstance(s, cst.If):
                 self.if_stmt(s)
             elif isinstance(s, cst.While):
@@ -473,6 +473,7 @@ class Walker:
                         self.bind(item.asname.name, v if v.is_tensor else UNKNOWN)
                 self.suite(s.body)
             elif isinstance(s, (cst.Try, getattr(cst, "TryStar", cst.Try))):
+                s = cast(cst.Try, s)  # (TryStar has the same fields)
                 self.suite(s.body)
                 self.done = False  # a handler may run after any statement of the body
                 for h in s.handlers:
@@ -509,7 +510,7 @@ class Walker:
             self.suite(s.body if fixed else s.orelse)
             return
         yes, no = self.narrow(s.test)
-        arms = []
+        arms: List[Tuple[Optional[cst.CSTNode], Dict[str, Value]]] = []
         if not body_raises:
             arms.append((s.body, yes))
         if not else_raises:
@@ -650,7 +651,8 @@ class Walker:
             return tracked(*v.elems)
         return UNKNOWN
 
-    def state_write(self, attr_node: cst.Attribute, v: Value, op: str, node: cst.CSTNode) -> None:
+    def state_write(self, target: cst.CSTNode, v: Value, op: str, node: cst.CSTNode) -> None:
+        attr_node = cast(cst.Attribute, target)  # `self.x` (_is_self_attr)
         if self.ctx.info.name == "__init__":
             return  # a module built in the region fills a new object: no state changes
         attr = attr_node.attr.value
@@ -932,13 +934,14 @@ class Walker:
             # the resumed frame guards its value here
             self.emit("on_name_use", api.NameUse(node, v, self.ctx, name=f"self.{attr}",
                                                  after_break=True,
-                                                 break_line=self.ctx.line(self.frames.broke_at)))
+                                                 break_line=self.ctx.line(cast(cst.CSTNode, self.frames.broke_at))))
         return v
 
     def _slice(self, el: cst.SubscriptElement) -> Tuple[Value, bool]:
         s = el.slice
         if isinstance(s, cst.Index):
             return self.ev(s.value), True
+        s = cast(cst.Slice, s)
         for part in (s.lower, s.upper, s.step):
             if part is not None:
                 self.ev(part)
@@ -962,6 +965,7 @@ class Walker:
                 else:
                     parts.append(("int", v, ()))
             else:
+                s = cast(cst.Slice, s)
                 bounds = tuple(self.ev(p) if p is not None else None
                                for p in (s.lower, s.upper, s.step))
                 indices.append((UNKNOWN, False))
@@ -1049,9 +1053,9 @@ class Walker:
             return Value(kinds=_TENSOR, tags=frozenset({Tag.MASK}), origin=self.origin(node),
                          dims=dims)
         if any(v.is_shape for v in values):  # a whole shape compared
-            dims = [d for v in values if v.is_shape for d in shapes.dims_of(v).all()]
+            each = [d for v in values if v.is_shape for d in shapes.dims_of(v).all()]
             return Value(kinds=_BOOL, tags=frozenset({Tag.SIZE}), origin=self.origin(node),
-                         dim=join_dims(*dims) if dims else None)
+                         dim=join_dims(*each) if each else None)
         if any(v.is_size for v in values):
             if len(node.comparisons) == 1:
                 right = values[1]
@@ -1081,6 +1085,7 @@ class Walker:
             tags = frozenset({Tag.MASK}) if isinstance(operator, (cst.BitAnd, cst.BitOr, cst.BitXor,
                                                                    cst.BitAndAssign, cst.BitOrAssign)) \
                 and (left.is_mask or right.is_mask) else frozenset()
+            dims: Optional[Dims]
             if isinstance(operator, (cst.MatrixMultiply, cst.MatrixMultiplyAssign)):
                 dims = shapes.matmul(shapes.dims_of(left), shapes.dims_of(right))
             elif left.is_tensor and right.is_tensor:
@@ -1090,7 +1095,7 @@ class Walker:
             # a tensor of numbers (torch.div(n, 2)) stays one under arithmetic with numbers
             held = [s.dim if s.is_tensor else shapes.size_dim(s) for s in (left, right)
                     if s.is_tensor or (s.kinds and s.kinds <= NUMBERS)]
-            dim = join_dims(*held) if len(held) == 2 and all(h is not None for h in held) \
+            dim = join_dims(*cast(List[DimInfo], held)) if len(held) == 2 and all(h is not None for h in held) \
                 and all(s.dim is not None for s in (left, right) if s.is_tensor) else None
             return Value(kinds=_TENSOR, tags=tags, origin=left.origin or right.origin, dims=dims,
                          dim=dim)
@@ -1176,7 +1181,7 @@ class Walker:
         return v
 
     def ev_Tuple(self, node: cst.Tuple) -> Value:
-        vals = []
+        vals: List[Value] = []
         for e in node.elements:
             v = self.ev(e.value)
             if isinstance(e, cst.StarredElement):
@@ -1222,7 +1227,7 @@ class Walker:
 
     def _comprehension_body(self, node: cst.BaseComp) -> Value:
         saved = dict(self.env)
-        comp = node.for_in
+        comp: Optional[cst.CompFor] = node.for_in
         while comp is not None:
             it = self.ev(comp.iter)
             self.emit("on_iteration", api.Iteration(comp.iter, it, self.ctx))
@@ -1235,7 +1240,7 @@ class Walker:
             out = self.ev(node.value)
             self.env = saved
             return Value(kinds=frozenset({Kind.TENSOR_DICT}) if out.is_tensor else frozenset({Kind.CONTAINER}))
-        out = self.ev(node.elt)
+        out = self.ev(cast(Union[cst.ListComp, cst.SetComp, cst.GeneratorExp], node).elt)
         self.env = saved
         if out.is_tensor:  # a list (or generator) of tensors, not a tensor
             return Value(kinds=frozenset({Kind.TENSORS}), origin=out.origin, dims=out.dims)
@@ -1299,7 +1304,7 @@ class Walker:
     def _arguments(self, node: cst.Call, follow: bool
                    ) -> Tuple[List[Value], Dict[str, Value], bool]:
         """Evaluate the arguments: positional values (up to a ``*args``), keyword values."""
-        self._passthrough = follow and not any(_is_disabled_name(d) for d in ())
+        self._passthrough = follow
         outer, self._passed = self._passed, []
         try:
             pos: List[Value] = []
@@ -1362,7 +1367,7 @@ class Walker:
             if where == "pos" and isinstance(key, int) and key < len(positional):
                 nodes[pname] = positional[key]
             elif where == "kw" and key in keywords:
-                nodes[pname] = keywords[key]  # type: ignore[index]
+                nodes[pname] = keywords[key]
         return values, nodes, {p.name: p.kinds for p in overload.params}
 
     def _result(self, node: cst.Call, callee: callees.Callee, pos: List[Value],
@@ -1658,7 +1663,7 @@ def _sub_expressions(node: cst.CSTNode) -> List[cst.BaseExpression]:
         for part in (value if isinstance(value, (list, tuple)) else (value,)):
             if isinstance(part, cst.CSTNode):
                 if _is_a(part, cst.BaseExpression):
-                    out.append(part)
+                    out.append(cast(cst.BaseExpression, part))
                 else:
                     out.extend(_sub_expressions(part))
     return out

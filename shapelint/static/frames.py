@@ -14,7 +14,7 @@ through ``NameUse`` sites) which reads are a frame's first read of an input.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple, cast
 
 import libcst as cst
 
@@ -209,7 +209,7 @@ class Frames:
             try:
                 w.emit("on_name_use", api.NameUse(
                     name_node, v, w.ctx, name=name_node.value, after_break=True,
-                    break_line=w.ctx.line(self.broke_at), frame_input=True))
+                    break_line=w.ctx.line(cast(cst.CSTNode, self.broke_at)), frame_input=True))
             finally:
                 w.ctx.stmt = saved
 

@@ -131,7 +131,7 @@ def broadcast(a: Dims, b: Dims) -> Dims:
             da = a.at(i) if -i <= a.rank else None
             db = b.at(i) if -i <= b.rank else None
             if da is None or db is None:
-                out.append(da or db)  # type: ignore[arg-type]
+                out.append(da or db or UNKNOWN_DIM)
             else:
                 out.append(_bcast_one(da, db))
         return Dims.of(*out)
@@ -449,7 +449,8 @@ def _interpolate(x: Dims, args: Args, kwargs: Kwargs, recv: Value) -> Optional[D
 
 def _one_hot(x: Dims, args: Args, kwargs: Kwargs, recv: Value) -> Optional[Dims]:
     n = _arg(args, kwargs, 0, "num_classes")
-    return _embedding(x, args, kwargs, recv).with_last(size_dim(n) if n is not None else UNKNOWN_DIM)
+    emb = _embedding(x, args, kwargs, recv)
+    return emb.with_last(size_dim(n) if n is not None else UNKNOWN_DIM) if emb is not None else None
 
 
 def _topk(x: Dims, args: Args, kwargs: Kwargs, recv: Value) -> Optional[Dims]:

@@ -73,8 +73,8 @@ def _from_cst(node: cst.CSTNode) -> Ann:
         return ("tuple", [_from_cst(e.value) for e in node.elements])
     if isinstance(node, cst.Ellipsis):
         return ("...",)
-    v = literal_value(node)
-    return ("lit", v) if v is not _MISSING else ("?",)
+    value = literal_value(node) if isinstance(node, cst.BaseExpression) else _MISSING
+    return ("lit", value) if value is not _MISSING else ("?",)
 
 
 def _from_ast(node: ast.AST) -> Ann:
