@@ -78,7 +78,8 @@ GB_AT = re.compile(r"Graph break(?: \([^)]*\))? in user code at (?P<path>.+?):(?
 GB_ID = re.compile(r"/gb/gb(\d{4})\.html")
 REASON_HEAD = re.compile(r"^(?P<frame>\d+)/(?P<compile>\d+): (?P<text>.*)$", re.S)
 SYMBOL = re.compile(r"\b(?:s|zf|u)\d+\b")
-MISMATCH = re.compile(r"tensor '(?P<name>.+?)' size mismatch at index (?P<index>\d+)")
+MISMATCH = re.compile(r"tensor '(?P<name>.+?)' size mismatch at index (?P<index>\d+)\. "
+                      r"expected (?P<expected>\d+), actual (?P<actual>\d+)")
 FLOAT_SYM = re.compile(r"\bzf\d+\b")
 ATTRIBUTE = re.compile(r"tensor '(?:self\.|L\['self'\])")
 RANGE_SRC = re.compile(r"([A-Za-z_][\w.]*(?:\.size\(\)\[\d+\]|___stack\d+))")
@@ -250,6 +251,34 @@ def _short(path):
     return path[i + 1:] if i >= 0 else path
 
 
+def pinned_dim_lines(rec, failed, specs):
+    """For ``tensor 'x' size mismatch at index i. expected E``: the lines of the guards that
+    pinned that dim to E in the failed entry: a failed guard on a symbol of that source, or one
+    that pins a size at index i to E (``Eq(s53, 8)``: the seq dim of ``attention_mask``, shared
+    with ``input_ids``), or a specialization to E of a size at index i in that entry. The code
+    made the dim static, not the input compiled first. (measured.json keeps one specialization
+    per source, value and line: one repeated by a later compile is found by its failed guard.)"""
+    m = MISMATCH.search(rec["text"].split("#", 1)[0])
+    if not m:
+        return []
+    name, idx, expected = m.group("name"), m.group("index"), m.group("expected")
+    tail = (name[4:] if name.startswith("self") else f"['{name}']") + f".size()[{idx}]"
+    same_index = f".size()[{idx}]"
+    out = set()
+    for f in failed:
+        if not f.get("user_line"):
+            continue
+        pin = re.fullmatch(r"Eq\((\w+), (-?\d+)\)", f["expr"])
+        if any(src.endswith(tail) for src in f.get("sources", [])) or (
+                pin and pin.group(2) == expected and any(src.endswith(same_index) for src in f.get("sources", []))):
+            out.add(f["user_line"])
+    for sp in specs:
+        if sp.get("compile_id") == rec["entry"] and sp.get("user_line") and str(sp.get("value")) == expected \
+                and any(src.endswith(same_index) for src in sp.get("sources", [])):
+            out.add(sp["user_line"])
+    return sorted(out)
+
+
 def analyse(model_dir, events, strings, calls, errors, mc):
     sympy, symloc = mc._sympy_env()
     prefix = model_dir + os.sep
@@ -313,6 +342,15 @@ def analyse(model_dir, events, strings, calls, errors, mc):
                               "call": ev["call"], "fail_type": md.get("fail_type"),
                               "fail_reason": str(md.get("fail_reason"))[:300]})
 
+    all_specs = []
+    for ev in events:
+        if ev["kind"] == "symbolic_shape_specialization":
+            md = ev["md"] or {}
+            uf = user(_frames(md.get("user_stack"), strings))
+            all_specs.append({"compile_id": f"{ev['frame_id']}/{ev['frame_compile_id']}",
+                              "sources": [str(x) for x in md.get("sources") or []],
+                              "value": str(md.get("value")), "user_line": rel(uf[-1]) if uf else None})
+
     recompiles = []
     for ev in events:
         if ev["kind"] != "artifact" or (ev["md"] or {}).get("name") != "recompile_reasons":
@@ -364,13 +402,7 @@ def analyse(model_dir, events, strings, calls, errors, mc):
             elif is_input:
                 kind = "attribute" if ATTRIBUTE.match(head) else "input"
                 rec["category"] = f"{kind}+guard" if failed else kind
-                # the dim torch names changed because a guard pinned it (a specialization)
-                m = MISMATCH.search(head)
-                if m and m.group("index") is not None:
-                    name, idx = m.group("name"), m.group("index")
-                    tail = (name[4:] if name.startswith("self") else f"['{name}']") + f".size()[{idx}]"
-                    named = [f["user_line"] for f in failed
-                             if f["user_line"] and any(src.endswith(tail) for src in f["sources"])]
+                named = pinned_dim_lines(rec, failed, all_specs)
             elif failed:
                 rec["category"] = "symbolic"
                 named = [f["user_line"] for f in failed if f["user_line"]]
@@ -508,7 +540,7 @@ def run_mode(name, mode, timeout=900):
         with open(out) as fh:
             data = json.load(fh)
     except (OSError, ValueError):
-        raise SystemExit(f"{name} [{mode}]: worker failed (rc {proc.returncode})\n{proc.stderr[-3000:]}")
+        raise SystemExit(f"{name} [{mode}]: worker failed (rc {proc.returncode})\n{proc.stderr[-3000:]}") from None
     finally:
         os.unlink(out)
     data["torch_logs"] = torch_logs(proc.stderr, name)
@@ -525,7 +557,8 @@ def summary(name, doc):
                             for e in r["entries"])
             hidden = sorted(set(r["user_lines"]) - set(r.get("named_lines", r["user_lines"])))
             out.append(f"    recompile {r['compile_id']} at {r['shape']} in {r['frame']}: [{cats}] "
-                       f"-> {r.get('named_lines', r['user_lines']) or '-'}" + (f" (+ failed too: {hidden})" if hidden else "")
+                       f"-> {r.get('named_lines', r['user_lines']) or '-'}"
+                       + (f" (+ failed too: {hidden})" if hidden else "")
                        + f"  inner={r['inner'] or '-'}")
         for b in d["graph_break_events"]:
             out.append(f"    break {b['compile_id']} at {b['shape']}: {b['user_line']} ({b['inner']}) "
@@ -538,6 +571,21 @@ def summary(name, doc):
             out.append(f"    error at {e['shape']}: {e['error'][:150]} ({e['where']})")
         out.append(f"    torch lines: {d['torch_lines']}")
     return "\n".join(out)
+
+
+def rederive(doc):
+    """Re-derive ``named_lines`` (and the per-mode ``torch_lines``) of a measured.json from what
+    it stores, without running torch: the entry's text, its failed guards, the specializations."""
+    for d in doc["modes"].values():
+        for r in d["recompile_events"]:
+            named_all = set()
+            for e in r["entries"]:
+                if e["category"].startswith(("input", "attribute")):
+                    e["named_lines"] = pinned_dim_lines(e, e.get("failed_guards", []), d["specializations"])
+                named_all.update(e.get("named_lines", []))
+            r["named_lines"] = sorted(named_all)
+        d["torch_lines"]["recompile"] = sorted({ln for r in d["recompile_events"] for ln in r["named_lines"]})
+    return doc
 
 
 def measure(name, modes):
@@ -562,11 +610,22 @@ def main(argv=None):
     ap.add_argument("--modes", default="auto,true,false")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--rederive", action="store_true",
+                    help="no torch run: re-derive the named lines of an existing measured.json")
     args = ap.parse_args(argv)
     modes = [m for m in args.modes.split(",") if m]
     for name in args.names or model_names():
         name = os.path.basename(os.path.normpath(name))
         path = os.path.join(HERE, name, "measured.json")
+        if args.rederive:
+            with open(path) as fh:
+                doc = rederive(json.load(fh))
+            with open(path, "w") as fh:
+                json.dump(doc, fh, indent=1, default=str)
+                fh.write("\n")
+            if not args.quiet:
+                print(summary(name, doc), flush=True)
+            continue
         doc = measure(name, modes)
         if os.path.isfile(path) and set(modes) != set(MODES):  # keep the other modes' results
             with open(path) as fh:

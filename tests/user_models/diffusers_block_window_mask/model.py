@@ -5,7 +5,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import _libs  # noqa: E402  (library code from bench/_downloads)
+import _libs  # noqa: E402,F401  (library code from bench/_downloads)
 
 import torch  # noqa: E402
 from diffusers.models.attention import BasicTransformerBlock  # noqa: E402
