@@ -7,10 +7,11 @@ internal error. ``shapelint PATHS...`` is ``shapelint check PATHS...`` (the pre-
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import traceback
-from typing import List, Optional, Sequence
+from typing import Iterator, List, Optional, Sequence
 
 from shapelint import __version__
 from shapelint.config import (ConfigError, Settings, check_codes, check_setting_codes,
@@ -31,30 +32,52 @@ def _codes(text: Optional[str]) -> List[str]:
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", help="use this config file instead of searching for one")
-    p.add_argument("--select", help="rule codes or prefixes to enable (comma separated, or ALL)")
-    p.add_argument("--extend-select", help="codes to enable in addition to the selection")
-    p.add_argument("--ignore", help="codes or prefixes to disable")
+    p.add_argument("--config", metavar="FILE",
+                   help="use this config file instead of searching for the nearest "
+                        "shapelint.toml or pyproject.toml, e.g. --config ci/shapelint.toml")
+    p.add_argument("--select", metavar="CODES",
+                   help="rule codes or prefixes to enable, comma separated, e.g. --select SL1,SL202 "
+                        "or --select ALL")
+    p.add_argument("--extend-select", metavar="CODES",
+                   help="codes to enable in addition to the selection, e.g. --extend-select SL105")
+    p.add_argument("--ignore", metavar="CODES",
+                   help="codes or prefixes to disable, e.g. --ignore SL106,SL2")
     p.add_argument("--preview", action="store_true", default=None,
                    help="turn on the preview rules (measured precision under 0.9)")
     p.add_argument("--per-file-ignores", action="append", default=[], metavar="GLOB:CODES",
-                   help="e.g. 'tests/*:SL1' (repeatable)")
-    p.add_argument("--exclude", action="append", default=[], help="glob of paths to skip")
+                   help="codes to ignore in files matching GLOB, e.g. 'tests/*:SL1' (repeatable)")
+    p.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                   help="paths to skip, e.g. --exclude 'gen/*' (repeatable; .git, .venv, build... "
+                        "are always skipped)")
     p.add_argument("--format", "--output-format", dest="format", choices=FORMATS,
-                   help="output format (default text)")
-    p.add_argument("-o", "--output", help="write the report to this file (`-`: standard output); "
-                                          "never a device, FIFO, link or, without --force, a .py file")
+                   help="output format (default text; concise: one `path:line:col: CODE message` "
+                        "line per finding), e.g. --format sarif -o shapelint.sarif")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write the report to this file (`-`: standard output); never a device, "
+                        "FIFO, link or, without --force, a .py file")
     p.add_argument("--force", action="store_true",
                    help="let -o and --write-baseline overwrite a Python source file")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="print only the findings: no summary line, no progress")
+    p.add_argument("--statistics", action="store_true",
+                   help="print only the number of findings per rule (a JSON list with --format json)")
+    p.add_argument("--show-settings", action="store_true",
+                   help="print the resolved settings (config file, rules, excludes, targets) and "
+                        "exit 0 without checking anything")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+    p.add_argument("--cache-dir", metavar="DIR",
+                   help="keep the cache in DIR instead of the config's cache-dir "
+                        "(default .shapelint_cache), e.g. --cache-dir /tmp/shapelint-cache")
     p.add_argument("-j", "--jobs", type=int, default=0, metavar="N",
                    help="processes for a large static pass (default: one per core; 1: no fork)")
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
-    p.add_argument("--statistics", action="store_true", help="count findings per rule")
-    p.add_argument("--diff", metavar="REF", help="only findings on lines changed since git REF")
-    p.add_argument("--baseline", help="report only findings not in this baseline file")
+    p.add_argument("--diff", metavar="REF",
+                   help="only findings on lines changed since git REF, e.g. --diff origin/main")
+    p.add_argument("--baseline", metavar="FILE",
+                   help="report only findings not in this baseline file (see --write-baseline)")
     p.add_argument("--write-baseline", metavar="FILE",
-                   help="record today's findings in FILE (and report nothing else)")
+                   help="record today's findings in FILE (and report nothing else), e.g. "
+                        "--write-baseline shapelint-baseline.json")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,23 +87,58 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"shapelint {__version__}")
     sub = parser.add_subparsers(dest="command")
 
-    check = sub.add_parser("check", help="static pass (never imports torch or your code)")
-    check.add_argument("paths", nargs="*", default=["."])
+    check = sub.add_parser(
+        "check", help="static pass (never imports torch or your code)",
+        description="Static pass: report the lines that make torch.compile recompile, "
+                    "specialize or break its graph. It never imports torch or your code.",
+        epilog="examples:\n  shapelint check src/\n  shapelint check . --select SL1 --format concise"
+               "\n  shapelint check . --diff origin/main --format github\n"
+               "  cat model.py | shapelint check - --stdin-filename src/model.py",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    check.add_argument("paths", nargs="*", default=["."], metavar="PATH",
+                       help="files or folders to check (default: .); `-` reads the source from "
+                            "standard input")
+    check.add_argument("--stdin-filename", metavar="PATH",
+                       help="with `-`: check standard input as if it were the file PATH (its "
+                            "findings name PATH, its imports resolve beside it)")
     _add_common(check)
 
-    run = sub.add_parser("run", help="replay models under torch.compile and confirm findings")
-    run.add_argument("--target", action="append", default=[], help="only these configured targets")
-    run.add_argument("--model", help="pkg.module:factory or path/to/file.py:factory")
-    run.add_argument("--inputs", help="pkg.module:inputs or path/to/file.py:inputs")
-    run.add_argument("--batch-sizes", help="comma separated, e.g. 1,2,3,4,8,17")
-    run.add_argument("--seq-lens", help="comma separated sequence lengths (passed as seq_len=)")
-    run.add_argument("--dynamic", choices=("auto", "true", "false", "mark"))
+    run = sub.add_parser(
+        "run", help="replay models under torch.compile and confirm findings",
+        description="Replay each target (the config's [[targets]], or --model and --inputs) "
+                    "under torch.compile at several shapes, each in its own process; blame "
+                    "every compile, recompile and graph break on a line and confirm the static "
+                    "findings.",
+        epilog="examples:\n  shapelint run\n  shapelint run --target decoder --suggest\n"
+               "  shapelint run --model model.py:build --inputs model.py:inputs "
+               "--batch-sizes 1,2,8 --seq-lens 16,32\n"
+               "  shapelint run --fail-on code-recompiles --format json -o run.json",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    run.add_argument("--target", action="append", default=[], metavar="NAME",
+                     help="only this configured target (repeatable), e.g. --target decoder")
+    run.add_argument("--model", metavar="REF",
+                     help="the model factory: pkg.module:factory or path/to/file.py:factory, "
+                          "e.g. --model src/model.py:build")
+    run.add_argument("--inputs", metavar="REF",
+                     help="the inputs callable, called as inputs(batch[, seq_len=N]): "
+                          "pkg.module:inputs or path/to/file.py:inputs")
+    run.add_argument("--batch-sizes", metavar="N,N,...",
+                     help="batch sizes to replay, comma separated, e.g. 1,2,3,4,8,17")
+    run.add_argument("--seq-lens", metavar="N,N,...",
+                     help="sequence lengths, comma separated, passed to the inputs callable as "
+                          "seq_len=, e.g. 16,32")
+    run.add_argument("--dynamic", choices=("auto", "true", "false", "mark"),
+                     help="torch.compile's dynamic: auto (torch's default), true, false, or mark "
+                          "(mark_dynamic dim 0 of every input)")
     run.add_argument("--backend", help="eager (default), aot_eager, inductor")
-    run.add_argument("--device", help="auto (default), cpu, cuda")
+    run.add_argument("--device", help="auto (default: cuda when available), cpu, cuda")
     run.add_argument("--mode", help="torch.compile mode, e.g. reduce-overhead")
-    run.add_argument("--fullgraph", action="store_true", default=None)
-    run.add_argument("--max-compiles", type=int)
-    run.add_argument("--timeout", type=float, help="seconds per target (default 300)")
+    run.add_argument("--fullgraph", action="store_true", default=None,
+                     help="compile with fullgraph=True: a graph break fails the target")
+    run.add_argument("--max-compiles", type=int, metavar="N",
+                     help="budget: more compiles than N fail the target (exit 1), e.g. 4")
+    run.add_argument("--timeout", type=float, metavar="SECONDS",
+                     help="seconds per target (default 300)")
     run.add_argument("--no-grad", action="store_true", default=None,
                      help="replay under torch.no_grad() (inference); default: grad enabled")
     run.add_argument("--memory-limit-mb", type=int,
@@ -112,18 +170,27 @@ def build_parser() -> argparse.ArgumentParser:
 
     report = sub.add_parser("report", help="re-render saved --format json reports (several: "
                                            "merged, as the shards of one run) in another format")
-    report.add_argument("json_files", nargs="+", metavar="JSON_FILE")
-    report.add_argument("--format", "--output-format", dest="format", choices=FORMATS, default="text")
-    report.add_argument("-o", "--output", help="write the report to this file (`-`: standard output)")
+    report.add_argument("json_files", nargs="+", metavar="JSON_FILE",
+                        help="reports saved with --format json, e.g. shard-*.json")
+    report.add_argument("--format", "--output-format", dest="format", choices=FORMATS, default="text",
+                        help="output format (default text), e.g. --format markdown >> "
+                             "$GITHUB_STEP_SUMMARY")
+    report.add_argument("-o", "--output", metavar="FILE",
+                        help="write the report to this file (`-`: standard output)")
     report.add_argument("--force", action="store_true", help="let -o overwrite a Python source file")
-    report.add_argument("--exit-zero", action="store_true")
-    report.add_argument("--statistics", action="store_true", help="count findings per rule")
+    report.add_argument("-q", "--quiet", action="store_true",
+                        help="print only the findings: no summary line")
+    report.add_argument("--exit-zero", action="store_true",
+                        help="exit 0 even when there are findings or failed targets")
+    report.add_argument("--statistics", action="store_true",
+                        help="print only the number of findings per rule")
     report.add_argument("--config", help="the config whose rule-paths name the rules (default: search)")
 
     rule = sub.add_parser("rule", help="print a rule's documentation")
-    rule.add_argument("code", nargs="?")
+    rule.add_argument("code", nargs="?", help="a rule code, e.g. SL101")
     rule.add_argument("--all", action="store_true", help="list every rule")
-    rule.add_argument("--format", choices=("text", "json"), default="text")
+    rule.add_argument("--format", choices=("text", "json"), default="text",
+                      help="text (default) or json")
     rule.add_argument("--config", help="the config whose rule-paths name your rules (default: search)")
 
     test_rules = sub.add_parser("test-rules", help="run the VALID/INVALID examples of your rules")
@@ -212,6 +279,8 @@ def resolve_settings(args: argparse.Namespace, paths: Sequence[str]):
         normalize_exclude(p, "command line: `--exclude`") for p in args.exclude)
     if getattr(args, "preview", None):
         settings.preview = True
+    if getattr(args, "cache_dir", None):  # relative to where the command runs, as -o is
+        settings.cache_dir = os.path.abspath(os.path.expanduser(args.cache_dir))
     enabled = enabled_codes(rules, cli_select or list(settings.select),
                             list(settings.extend_select) + cli_extend,
                             list(settings.ignore) + cli_ignore, preview=settings.preview)
@@ -240,9 +309,25 @@ def run_static(paths: Sequence[str], settings: Settings, rules, enabled, use_cac
 
 def cmd_check(args: argparse.Namespace) -> int:
     paths = args.paths or ["."]
+    stdin = "-" in paths
+    if stdin and len(paths) > 1:
+        raise ConfigError("`-` (standard input) is checked alone: give no other path with it")
+    if args.stdin_filename and not stdin:
+        raise ConfigError("--stdin-filename names the source read from standard input: "
+                          "pass `-` as the path")
+    if stdin:
+        paths = [args.stdin_filename or STDIN_NAME]
     settings, rules, enabled = resolve_settings(args, paths)
-    result = run_static(paths, settings, rules, enabled, use_cache=not args.no_cache,
-                        jobs=args.jobs)
+    if args.show_settings:
+        return show_settings(args, settings, enabled, paths)
+    if stdin:
+        with stdin_source(paths[0], sys.stdin.buffer.read()):
+            result = run_static(paths, settings, rules, enabled, use_cache=False, jobs=1)
+        if not args.stdin_filename:  # unnamed: its findings are `-:4:12: ...`, as ruff's
+            result = renamed(result, paths[0], "-")
+    else:
+        result = run_static(paths, settings, rules, enabled, use_cache=not args.no_cache,
+                            jobs=args.jobs)
     result = apply_filters(args, result, settings)
     if args.write_baseline:
         # the findings were accepted, not reported: say where they went. Files that could not
@@ -273,8 +358,9 @@ def apply_filters(args: argparse.Namespace, result: CheckResult,
     if getattr(args, "write_baseline", None):
         findings = result.all_findings()
         bl.write(args.write_baseline, findings, force=args.force, settings=settings)
-        _say(f"shapelint: wrote {len(findings)} finding{'s' if len(findings) != 1 else ''} "
-             f"to the baseline {args.write_baseline}")
+        if not getattr(args, "quiet", False):
+            _say(f"shapelint: wrote {len(findings)} finding{'s' if len(findings) != 1 else ''} "
+                 f"to the baseline {args.write_baseline}")
     if getattr(args, "baseline", None):
         result = bl.apply(args.baseline, result, settings)
     if getattr(args, "diff", None):
@@ -290,7 +376,7 @@ def emit(args: argparse.Namespace, settings: Settings, result: CheckResult, rule
     to_stdout = not args.output or is_stdout(args.output)
     color = fmt == "text" and to_stdout and sys.stdout.isatty() and "NO_COLOR" not in os.environ
     text = render(fmt, result, rules=rules, targets=targets, color=color,
-                  statistics=getattr(args, "statistics", False))
+                  statistics=getattr(args, "statistics", False), quiet=getattr(args, "quiet", False))
     if to_stdout:
         sys.stdout.write(text)
     else:
@@ -332,10 +418,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     from shapelint.harness.remedy import code_changes
 
     settings, rules, enabled = resolve_settings(args, ["."])
+    if args.show_settings:
+        return show_settings(args, settings, enabled, ["."])
     specs = harness.build_targets(args, settings)
     interrupted = None
     try:
-        results = harness.run_targets(specs, jobs=args.jobs or 1)
+        results = harness.run_targets(specs, jobs=args.jobs or 1, quiet=args.quiet)
     except harness.RunInterrupted as exc:
         results, interrupted = exc.results, exc
     result = CheckResult()
@@ -390,6 +478,112 @@ def _static_for_run(args, settings, rules, enabled, specs, results) -> CheckResu
         return run_static(paths, settings, rules, enabled, use_cache=not args.no_cache)
     with tempfile.TemporaryDirectory(prefix="shapelint-lib-") as empty:
         return run_static(paths, settings, rules, enabled, use_cache=not args.no_cache, root=empty)
+
+
+#: what findings on standard input are named without --stdin-filename (shown as ``-``)
+STDIN_NAME = "stdin.py"
+
+
+@contextlib.contextmanager
+def stdin_source(path: str, raw: bytes) -> Iterator[None]:
+    """``shapelint check -``: the static pass reads ``raw`` wherever it would read ``path``
+    (which need not exist), decoded as a file would be (encoding cookie, NUL bytes, size).
+    Every read of a source and every discovery of the paths given goes
+    through ``shapelint.static.files``' two functions, so swapping them for the check is
+    enough: helpers beside ``path`` resolve as they would for the file itself."""
+    import tempfile
+
+    from shapelint.finding import FileError, relpath
+    from shapelint.static import files
+
+    target = os.path.abspath(path)
+    read, discover = files.read_source, files.discover
+    with tempfile.TemporaryDirectory(prefix="shapelint-stdin-") as folder:
+        copy = os.path.join(folder, "stdin.py")
+        with open(copy, "wb") as fh:
+            fh.write(raw)
+        got = read(copy)  # decoded and checked exactly as a file on disk
+        shown = relpath(target)  # as read_source names the file itself
+        if isinstance(got, files.SourceFile):
+            source: object = files.SourceFile(shown, target, got.text, got.digest)
+        else:
+            source = FileError(shown, got.line, got.column, got.message)
+
+    def read_source(abspath: str):
+        return source if os.path.abspath(abspath) == target else read(abspath)
+
+    def discover_paths(paths, *a, **kw):
+        paths = list(paths)
+        rest = [p for p in paths if os.path.abspath(p) != target]
+        found, errors = discover(rest, *a, **kw) if rest else ([], [])
+        return ([target] if len(rest) < len(paths) else []) + found, errors
+
+    files.read_source, files.discover = read_source, discover_paths
+    try:
+        yield
+    finally:
+        files.read_source, files.discover = read, discover
+
+
+def renamed(result: CheckResult, path: str, name: str) -> CheckResult:
+    """``result`` with the findings and errors of the file ``path`` named ``name``."""
+    import dataclasses
+
+    from shapelint.finding import relpath
+
+    shown = relpath(os.path.abspath(path))
+    result.findings = [f.replace(location=dataclasses.replace(f.location, path=name))
+                       if f.path == shown else f for f in result.findings]
+    result.unused_suppressions = [f.replace(location=dataclasses.replace(f.location, path=name))
+                                  if f.path == shown else f for f in result.unused_suppressions]
+    result.errors = [dataclasses.replace(e, path=name) if e.path == shown else e
+                     for e in result.errors]
+    return result
+
+
+def show_settings(args: argparse.Namespace, settings: Settings, enabled: Sequence[str],
+                  paths: Sequence[str]) -> int:
+    """``--show-settings``: what a check (or run) would use, as resolved from the config file
+    and the flags, then exit 0 without checking or replaying anything."""
+    from shapelint.finding import relpath
+    from shapelint.static.cache import cache_dir
+    from shapelint.static.engine_paths import exclude_patterns
+    from shapelint.static.files import DEFAULT_EXCLUDES
+
+    def listed(values) -> str:
+        return ", ".join(str(v) for v in values) or "-"
+
+    out = [f"config file: {relpath(settings.config_path) if settings.config_path else 'none (defaults)'}",
+           f"paths: {listed(paths)}",
+           f"rules: {listed(sorted(enabled))} ({len(enabled)} enabled)",
+           f"preview: {str(bool(settings.preview)).lower()}",
+           f"exclude: {listed(exclude_patterns(settings))} (always skipped: "
+           f"{', '.join(DEFAULT_EXCLUDES)})",
+           "per-file-ignores: " + (listed(f"{g}: {' '.join(c)}" for g, c in
+                                         settings.per_file_ignores.items())),
+           f"module-forward: {str(settings.module_forward).lower()}",
+           f"entry-points: {listed(settings.entry_points)}",
+           "dynamic-dims: " + listed(f"{k}={list(v)}" for k, v in settings.dynamic_dims.items()),
+           f"scalar-arg-names: {listed(settings.scalar_arg_names)}",
+           f"rule-paths: {listed(settings.rule_paths)}",
+           f"cache-dir: {'off (--no-cache)' if args.no_cache else relpath(cache_dir(settings))}",
+           f"output-format: {args.format or settings.output_format or 'text'}"]
+    specs = []
+    if settings.targets or getattr(args, "model", None):
+        from shapelint.harness.command import build_targets
+
+        specs = build_targets(args, settings)
+    out.append(f"targets: {len(specs) or 'none'}")
+    for spec in specs:
+        out.append(f"  {spec.name}: model {spec.model}, inputs {spec.inputs}, batch-sizes "
+                   f"{spec.batch_sizes}, seq-lens {spec.seq_lens or '-'}, dynamic {spec.dynamic}, "
+                   f"backend {spec.backend}, device {spec.device}, max-compiles "
+                   f"{spec.max_compiles if spec.max_compiles is not None else '-'}, timeout "
+                   f"{spec.timeout:g} s" + (f", fail-on {listed(spec.fail_on)}" if spec.fail_on else ""))
+    from shapelint.report.escape import clean
+
+    sys.stdout.write("".join(clean(line) + "\n" for line in out))
+    return 0
 
 
 def cmd_rule(args: argparse.Namespace) -> int:

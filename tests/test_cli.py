@@ -362,3 +362,212 @@ def test_test_rules_runs_the_built_in_examples(tmp_path):
               tmp_path, timeout=300)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert "FAIL" not in res.stdout and " passed" in res.stdout.splitlines()[-1]
+
+
+# ---------------------------------------------------------------------------------------------
+# ruff's conventions (issue 20 item 8)
+# ---------------------------------------------------------------------------------------------
+
+TWO_HAZARDS = """
+import torch
+class M(torch.nn.Module):
+    def forward(self, x):
+        if x.shape[0] > 8:
+            return x * 2
+        if x.shape[0] > 4:
+            return x * 3
+        return x
+"""
+
+
+def test_summary_counts_the_files_with_findings(tmp_path):
+    write_tree(tmp_path, {"a.py": TWO_HAZARDS, "b.py": HAZARD, "c.py": CLEAN})
+    res = run(["check", ".", "--no-cache"], tmp_path)
+    assert res.stdout.rstrip().splitlines()[-1] == "Found 3 findings in 2 of 3 files.", res.stdout
+    res = run(["check", "c.py", "--no-cache"], tmp_path)
+    assert res.stdout.rstrip().splitlines()[-1] == "All checks passed (1 file).", res.stdout
+    md = run(["check", ".", "--no-cache", "--format", "markdown"], tmp_path).stdout
+    assert "**3** findings in 2 of 3 files" in md, md
+
+
+def test_quiet_prints_only_the_findings(tmp_path):
+    write_tree(tmp_path, {"a.py": HAZARD, "c.py": CLEAN})
+    res = run(["check", ".", "--quiet", "--no-cache"], tmp_path)
+    assert res.returncode == 1 and res.stderr == "", res.stderr
+    assert "a.py:4:12: SL101" in res.stdout and "Found" not in res.stdout, res.stdout
+    res = run(["check", "c.py", "-q", "--no-cache"], tmp_path)
+    assert res.returncode == 0 and res.stdout == "" and res.stderr == "", res
+    res = run(["check", ".", "-q", "--write-baseline", "b.json", "--no-cache"], tmp_path)
+    assert res.returncode == 0 and res.stdout == "" and res.stderr == "", res
+    # run: no progress on stderr, no summary; a target that passed is not mentioned
+    from shapelint.finding import CheckResult, ShapeRow, TargetResult
+    from shapelint.harness.command import Progress
+    from shapelint.report import render
+
+    ok = TargetResult(name="fine", torch_version="2.13", device="cpu", backend="eager",
+                      dynamic="auto", compiles=1,
+                      per_shape=[ShapeRow(batch=1, seq_len=None, new_compiles=1)])
+    bad = TargetResult(name="bad", torch_version="2.13", device="cpu", backend="eager",
+                       dynamic="auto", error="model `m.py:b`: the factory failed: boom",
+                       problems=["model `m.py:b`: the factory failed: boom"])
+    text = render("text", CheckResult(files_checked=1), rules={}, targets=[ok, bad], quiet=True)
+    assert text == "target bad: FAILED: model `m.py:b`: the factory failed: boom\n", text
+    assert render("text", CheckResult(), rules={}, targets=[ok], quiet=True) == ""
+    import io
+    import contextlib
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        from shapelint.harness.target import TargetSpec
+
+        spec = TargetSpec(name="fine", model="m.py:b", inputs="m.py:i")
+        p = Progress(1, quiet=True)
+        p.start(spec)
+        p.shape(spec, ok.per_shape[0])
+        p.note("measuring")
+        p.done(spec, ok)
+    assert err.getvalue() == ""
+
+
+def test_statistics_prints_only_the_table(tmp_path):
+    write_tree(tmp_path, {"a.py": TWO_HAZARDS, "b.py": HAZARD})
+    res = run(["check", ".", "--statistics", "--no-cache"], tmp_path)
+    assert res.returncode == 1
+    assert res.stdout.splitlines() == ["    3  SL101  size-branch"], res.stdout
+    doc = json.loads(run(["check", ".", "--statistics", "--format", "json", "--no-cache"],
+                         tmp_path).stdout)
+    assert doc == [{"code": "SL101", "name": "size-branch", "count": 3}], doc
+    run(["check", ".", "--format", "json", "-o", "r.json", "--no-cache"], tmp_path)
+    res = run(["report", "r.json", "--statistics"], tmp_path)
+    assert res.stdout.splitlines() == ["    3  SL101  size-branch"], res.stdout
+
+
+def test_concise_format_is_one_line_per_finding(tmp_path):
+    write_tree(tmp_path, {"a.py": HAZARD, "broken.py": "def f(:\n    pass\n"})
+    res = run(["check", ".", "--format", "concise", "--no-cache"], tmp_path)
+    assert res.returncode == 1
+    lines = res.stdout.splitlines()
+    assert re.fullmatch(r"a\.py:4:12: SL101 `x\.shape\[0\] > 8` depends on .*", lines[0]), lines
+    assert lines[1].startswith("broken.py:1:") and ": error syntax error" in lines[1], lines
+    assert lines[2:] == ["Found 1 finding in 1 of 2 files; 1 file error."], lines
+    assert run(["check", ".", "--format", "concise", "-q", "--no-cache"],
+               tmp_path).stdout.splitlines() == lines[:2]
+    (tmp_path / "shapelint.toml").write_text('output-format = "concise"\n')
+    assert run(["check", ".", "--no-cache"], tmp_path).stdout.splitlines() == lines
+
+
+def test_stdin_is_checked_as_the_named_file(tmp_path):
+    helper_call = ("import torch\nfrom utils import length\nclass M(torch.nn.Module):\n"
+                   "    def forward(self, x):\n        if length(x) > 8:\n            return x * 2\n"
+                   "        return x\n")
+    write_tree(tmp_path, {"pkg/utils.py": "def length(x):\n    return x.shape[0]\n",
+                          "pkg/model.py": CLEAN})  # on disk: clean; on stdin: the hazard
+    res = run(["check", "-", "--stdin-filename", "pkg/model.py"], tmp_path, input=helper_call)
+    assert res.returncode == 1, res.stderr
+    assert res.stdout.startswith("pkg/model.py:5:12: SL101"), res.stdout  # the helper resolved
+    assert "in 1 of 1 file" in res.stdout
+    res = run(["check", "-", "--stdin-filename", "new/unsaved.py", "--format", "concise"],
+               tmp_path, input=HAZARD.lstrip())
+    assert res.stdout.startswith("new/unsaved.py:4:12: SL101"), (res.stdout, res.stderr)
+    res = run(["check", "-"], tmp_path, input=HAZARD.lstrip())
+    assert res.returncode == 1 and res.stdout.startswith("-:4:12: SL101"), (res.stdout, res.stderr)
+    res = run(["check", "-", "--stdin-filename", "x.py"], tmp_path, input="def f(:\n")
+    assert res.returncode == 1 and "x.py:1:" in res.stdout and "syntax error" in res.stdout
+    assert not (tmp_path / "x.py").exists() and not (tmp_path / "new").exists()
+    res = run(["check", "-", "pkg"], tmp_path, input=HAZARD)
+    assert res.returncode == 2 and "standard input" in res.stderr, res.stderr
+
+
+def test_cache_dir_flag(tmp_path):
+    write_tree(tmp_path, {"m.py": HAZARD})
+    res = run(["check", ".", "--cache-dir", "cache/here"], tmp_path)
+    assert res.returncode == 1
+    assert any(p.name.startswith("check-") for p in (tmp_path / "cache" / "here").iterdir())
+    assert not (tmp_path / ".shapelint_cache").exists()
+
+
+def test_show_settings(tmp_path):
+    write_tree(tmp_path, {"m.py": HAZARD, "shapelint.toml": """
+        ignore = ["SL2"]
+        exclude = ["gen"]
+        [[targets]]
+        name = "dec"
+        model = "m.py:build"
+        inputs = "m.py:inputs"
+        batch-sizes = [1, 2]
+        """})
+    res = run(["check", ".", "--show-settings", "--extend-select", "SL105"], tmp_path)
+    assert res.returncode == 0 and "SL101" not in res.stdout.split("rules:")[0], res.stdout
+    out = res.stdout
+    assert "config file: shapelint.toml" in out, out
+    rules = next(ln for ln in out.splitlines() if ln.startswith("rules:"))
+    assert "SL101" in rules and "SL105" in rules and "SL201" not in rules, rules
+    assert "gen" in next(ln for ln in out.splitlines() if ln.startswith("exclude:")), out
+    assert "dec" in out and "m.py:build" in out, out
+    res = run(["run", "--show-settings", "--batch-sizes", "4,8", "--dynamic", "true"], tmp_path)
+    assert res.returncode == 0 and res.stderr == "", res.stderr  # nothing replayed
+    target = next(ln for ln in res.stdout.splitlines() if "dec" in ln)
+    assert "[4, 8]" in target and "dynamic true" in target, res.stdout
+    (tmp_path / "shapelint.toml").unlink()
+    res = run(["check", ".", "--show-settings"], tmp_path)
+    assert res.returncode == 0 and "config file: none" in res.stdout, res.stdout
+
+
+def test_every_flag_has_help_and_the_readme_names_it():
+    import argparse
+
+    from shapelint.cli import build_parser
+
+    readme = open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "README.md"),
+                  encoding="utf-8").read()
+    usage = readme.split("## Usage", 1)[1].split("\n## Where people use it", 1)[0]
+    subs = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    missing, undocumented = [], []
+    for name, sub in subs.items():
+        for action in sub._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            if not action.help or action.help == argparse.SUPPRESS:
+                missing.append(f"{name} {action.option_strings or action.dest}")
+            longs = [o for o in action.option_strings if o.startswith("--")]
+            if name in ("check", "run") and longs and not any(f"`{o}" in usage for o in longs):
+                undocumented.append(f"{name} {longs[0]}")
+    assert not missing, missing
+    assert not undocumented, undocumented
+    for command in ("check", "run"):
+        res = run([command, "--help"], ".")
+        assert res.returncode == 0 and "example" in res.stdout.lower(), res.stdout
+
+
+def test_readme_says_how_ruff_keeps_shapelints_noqa():
+    readme = open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "README.md"),
+                  encoding="utf-8").read()
+    assert "RUF100" in readme and 'lint.external = ["SL"]' in readme
+
+
+def test_markdown_renders_in_a_step_summary(tmp_path):
+    """GitHub renders $GITHUB_STEP_SUMMARY as CommonMark with tables and raw HTML: the heading,
+    the tables and each <details> must come out as such (a table right after <summary> with
+    no blank line stays text)."""
+    markdown_it = __import__("pytest").importorskip("markdown_it")
+    files = {f"m{i:02}.py": HAZARD for i in range(25)}
+    write_tree(tmp_path, files)
+    run(["check", ".", "--format", "json", "-o", "r.json", "--no-cache"], tmp_path)
+    doc = json.loads((tmp_path / "r.json").read_text())
+    doc["targets"] = [{"name": "dec", "compiles": 7, "max_compiles": 4, "torch_version": "2.13",
+                       "per_shape": [{"batch": b, "new_compiles": 1} for b in (1, 2, 3)],
+                       "problems": ["7 compiles exceed max-compiles 4"]},
+                      {"name": "ok", "compiles": 1, "torch_version": "2.13",
+                       "per_shape": [{"batch": 1, "new_compiles": 1}]}]
+    (tmp_path / "r.json").write_text(json.dumps(doc))
+    text = run(["report", "r.json", "--format", "markdown"], tmp_path).stdout
+    md = markdown_it.MarkdownIt("commonmark").enable("table")
+    tokens = md.parse(text)
+    html = md.render(text)
+    assert tokens[0].type == "heading_open", text[:200]
+    assert html.count("<table>") == 3, html  # targets, findings, the folded findings
+    assert html.count("<details>") == html.count("</details>") >= 3, html
+    assert "7 compiles exceed max-compiles 4" in html, html  # why the target failed
+    assert "<strong>25</strong> findings in 25 of 25 files" in html
+    for block in html.split("<details>")[1:]:  # each fold opens with its summary
+        assert block.lstrip().startswith("<summary>"), block[:200]

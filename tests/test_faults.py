@@ -62,7 +62,7 @@ def empty_file(tmp_path):
     (tmp_path / "empty.py").write_bytes(b"")
     res = sl(tmp_path, "check", ".", "--no-cache")
     assert res.returncode == 1 and OK_FINDING in res.stdout and "empty.py" not in res.stdout
-    assert "in 2 files" in res.stdout
+    assert "of 2 files" in res.stdout
 
 
 @row("folder named `x.py`", "shapelint check . x.py", "walked as a folder, no error")
@@ -103,7 +103,7 @@ def symlink_loop(tmp_path):
     write_tree(tmp_path, {"ok.py": HAZARD})
     os.symlink(str(tmp_path), str(tmp_path / "loop"))
     res = sl(tmp_path, "check", ".", "--no-cache", timeout=60)
-    assert res.returncode == 1 and res.stdout.count("SL101") == 1 and "in 1 file" in res.stdout
+    assert res.returncode == 1 and res.stdout.count("SL101") == 1 and "of 1 file" in res.stdout
 
 
 @row("missing path", "shapelint check nowhere.py ok.py", "exit 1; `nowhere.py:1:1: error no such file or directory`")
@@ -130,7 +130,7 @@ def many_files(tmp_path):
         (d / f"m{i}.py").write_text(f"x{i} = {i}\n")
     write_tree(tmp_path, {"ok.py": HAZARD})
     res = sl(tmp_path, "check", ".", "--no-cache", timeout=300)
-    assert res.returncode == 1 and OK_FINDING in res.stdout and "in 20001 files" in res.stdout
+    assert res.returncode == 1 and OK_FINDING in res.stdout and "of 20001 files" in res.stdout
 
 
 @row("repeats passed by keyword (`x.repeat_interleave(repeats=r, dim=1)`)", "shapelint check .",

@@ -125,12 +125,13 @@ class Progress:
     """Live progress on stderr: rich when installed and on a terminal (one target at a time),
     plain lines otherwise (prefixed with the target's name when several run at once)."""
 
-    def __init__(self, total: int, jobs: int = 1) -> None:
+    def __init__(self, total: int, jobs: int = 1, quiet: bool = False) -> None:
         self.total = total
         self.jobs = jobs
+        self.quiet = quiet  # --quiet: nothing at all
         self.lock = threading.Lock()
         self._rich = None
-        if sys.stderr.isatty() and jobs == 1:
+        if sys.stderr.isatty() and jobs == 1 and not quiet:
             try:
                 from rich.progress import Progress as RichProgress
 
@@ -141,6 +142,8 @@ class Progress:
         self._task: Any = None
 
     def start(self, spec: TargetSpec) -> None:
+        if self.quiet:
+            return
         n = len(spec.shapes())
         with self.lock:
             if self._rich is not None:
@@ -150,6 +153,8 @@ class Progress:
                      f"dynamic {spec.dynamic}")
 
     def shape(self, spec: TargetSpec, row: ShapeRow) -> None:
+        if self.quiet:
+            return
         with self.lock:
             if self._rich is not None and self._task is not None:
                 self._rich.advance(self._task)
@@ -161,11 +166,15 @@ class Progress:
                      f"({row.seconds:.2f}s){eager}{err}")
 
     def note(self, text: str) -> None:
+        if self.quiet:
+            return
         with self.lock:
             if self._rich is None:
                 _say(text)
 
     def done(self, spec: TargetSpec, result: TargetResult) -> None:
+        if self.quiet:
+            return
         with self.lock:
             if self._rich is None:
                 _say(f"  {spec.name}: {result.compiles} compiles in {result.seconds}s, {result.verdict}")
@@ -197,14 +206,14 @@ def jobs_for_targets(requested: Optional[int], targets: int) -> int:
     return max(1, min(requested or 1, targets or 1, fd_room(FDS_PER_TARGET)))
 
 
-def run_targets(specs: List[TargetSpec], jobs: int = 1) -> List[TargetResult]:
+def run_targets(specs: List[TargetSpec], jobs: int = 1, quiet: bool = False) -> List[TargetResult]:
     """Replay every target (``jobs`` at a time, each in its own subprocess); results in the
     order of ``specs`` whatever finished first. Ctrl-C stops every worker and raises
-    RunInterrupted with the targets that had finished."""
+    RunInterrupted with the targets that had finished. ``quiet``: no progress on stderr."""
     from shapelint.harness import runner
 
     jobs = jobs_for_targets(jobs, len(specs))
-    progress = Progress(len(specs), jobs)
+    progress = Progress(len(specs), jobs, quiet)
     results: List[Optional[TargetResult]] = [None] * len(specs)
     stopping = threading.Event()
 

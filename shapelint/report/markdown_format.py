@@ -32,8 +32,10 @@ def render(result: CheckResult, *, rules, targets, color=False, statistics=False
     findings = ranked(result.all_findings())
     by_status = Counter(f.status for f in findings)
     out: List[str] = ["### shapelint", ""]
+    holding = len({f.path for f in findings})
     parts = [f"**{len(findings)}** finding{'s' if len(findings) != 1 else ''} in "
-             f"{result.files_checked} file{'s' if result.files_checked != 1 else ''}"]
+             + (f"{holding} of " if findings else "")
+             + f"{result.files_checked} file{'s' if result.files_checked != 1 else ''}"]
     for s in Status:
         if by_status.get(s):
             parts.append(f"{by_status[s]} {s.label}")
@@ -42,11 +44,12 @@ def render(result: CheckResult, *, rules, targets, color=False, statistics=False
     out.append(", ".join(parts))
     out.append("")
     if targets:
-        out += ["| target | device | backend | dynamic | compiles | budget | result |",
+        out += ["#### Targets", "",
+                "| target | device | backend | dynamic | compiles | budget | result |",
                 "|---|---|---|---|---|---|---|"]
         for t in targets:
-            out.append(f"| {cell(t.name)} | {cell(t.device)} | {cell(t.backend)} | "
-                       f"{cell(t.dynamic)} | {t.compiles} | {t.max_compiles or '-'} | "
+            out.append(f"| {cell(t.name)} | {cell(t.device or '-')} | {cell(t.backend or '-')} | "
+                       f"{cell(t.dynamic or '-')} | {t.compiles} | {t.max_compiles or '-'} | "
                        f"{cell(t.verdict)} |")
         out.append("")
         for t in targets:
@@ -62,6 +65,7 @@ def render(result: CheckResult, *, rules, targets, color=False, statistics=False
                 out += [f"- {cell(describe(r), 600)}" for r in t.remedies]
                 out += ["", "</details>", ""]
     if findings:
+        out += ["#### Findings", ""]
         header = ["| status | rule | location | message |", "|---|---|---|---|"]
         rows = [f"| {f.status.label} | {cell(f.rule)} {cell(f.name)} | "
                 f"{cell(f.path)}:{f.line}{' (library)' if f.library else ''} | {cell(f.message)} |"

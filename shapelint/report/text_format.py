@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import List
 
 from shapelint.finding import (COMPILE_ERROR, FALLBACK, GRAPH_BREAK, PREDICTED, RECOMPILE,
@@ -14,7 +13,12 @@ def _c(text: str, code: str, color: bool) -> str:
     return f"\x1b[{code}m{text}\x1b[0m" if color else text
 
 
-def render(result: CheckResult, *, rules, targets, color=False, statistics=False) -> str:
+def render(result: CheckResult, *, rules, targets, color=False, statistics=False,
+           quiet=False) -> str:
+    """Each finding with its source line, help and evidence; each target's replay; the summary.
+    ``quiet``: the findings and the failed targets' one-line verdicts, nothing else."""
+    from shapelint.report import summary_line
+
     lines: List[str] = []
     findings = result.all_findings()
     # every field quoted from code or from a target is cleaned (see report/escape.py); the
@@ -33,26 +37,16 @@ def render(result: CheckResult, *, rules, targets, color=False, statistics=False
     for e in result.errors:
         lines.append(f"{_c(f'{clean(e.path)}:{e.line}:{e.column}:', '1', color)} "
                      f"{_c('error', '31;1', color)} {clean(e.message)}")
-    if statistics and findings:
-        lines.append("")
-        for (code, name), n in Counter((f.rule, f.name) for f in findings).most_common():
-            lines.append(f"{n:5d}  {clean(code)}  {clean(name)}")
     for t in targets:
+        if quiet:
+            if t.failed:
+                lines.append(clean(f"target {t.name}: FAILED: {'; '.join(t.problems)}"))
+            continue
         lines.append("")
         lines.extend(clean(line) for line in _target_lines(t))
-    n = len(findings)
-    failed = [t for t in targets if t.failed]
-    summary = f"Found {n} finding{'s' if n != 1 else ''} in {result.files_checked} file" \
-              f"{'s' if result.files_checked != 1 else ''}"
-    if result.errors:
-        summary += f"; {len(result.errors)} file error{'s' if len(result.errors) != 1 else ''}"
-    if failed:
-        summary += f"; {len(failed)} of {len(targets)} target{'s' if len(targets) != 1 else ''} failed"
-    lines.append(summary + "." if n or result.errors or failed else
-                 f"All checks passed ({result.files_checked} files"
-                 + (f", {len(targets)} target{'s' if len(targets) != 1 else ''}" if targets else "")
-                 + ").")
-    return defuse_commands("\n".join(lines)) + "\n"
+    if not quiet:
+        lines.append(summary_line(result, targets))
+    return defuse_commands("\n".join(lines)) + "\n" if lines else ""
 
 
 def _header(t) -> str:
