@@ -498,12 +498,19 @@ def run_probes(names: List[str], budget: int = 120, quiet: bool = False) -> Dict
 
 
 # -- replay ---------------------------------------------------------------------------------------
-def interleave(names: List[str]) -> List[str]:
-    """The sweep's order: one model of each library in turn (catalogue order within one), so a
-    slice of the sweep holds every library."""
+def interleave(names: List[str], seed: Optional[int] = None) -> List[str]:
+    """The sweep's order: one model of each library in turn (catalogue order within one, or a
+    random order drawn from ``seed``), so a slice of the sweep holds every library; with a seed
+    a slice is a random sample of each library rather than its alphabetical head."""
     by_lib: Dict[str, List[str]] = {}
     for n in names:
         by_lib.setdefault(lib_of(n), []).append(n)
+    if seed is not None:
+        import random
+
+        rng = random.Random(seed)
+        for q in by_lib.values():
+            rng.shuffle(q)
     out: List[str] = []
     queues = list(by_lib.values())
     while any(queues):
@@ -532,7 +539,7 @@ class Progress:
 
 def replay(libs: List[str], only: List[str], jobs: int, force: bool, retry_failed: bool,
            harness_ref: Optional[str], timeout: float, limit: Optional[int],
-           modes: List[str]) -> int:
+           modes: List[str], seed: Optional[int] = None) -> int:
     fetch()
     snapshot_builder()
     pin = pin_harness(harness_ref)
@@ -547,7 +554,7 @@ def replay(libs: List[str], only: List[str], jobs: int, force: bool, retry_faile
         names = [n for n in names if n in only]
     if libs:
         names = [n for n in names if lib_of(n) in libs]
-    names = interleave(names)
+    names = interleave(names, seed)
     print(f"zoo: {len(names)} model(s) in the catalogue selection (harness {pin['commit'][:12]}, "
           f"digest {pin['digest']}; -j {jobs}; timeout {timeout:g} s a mode)", file=sys.stderr,
           flush=True)
@@ -1187,6 +1194,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                    choices=["transformers", "timm", "diffusers", "torchvision"])
     r.add_argument("--only", nargs="+", default=[], metavar="NAME")
     r.add_argument("--limit", type=int, help="replay at most N models (a slice)")
+    r.add_argument("--seed", type=int, help="replay in a random order drawn from this seed, so an "
+                                            "unfinished sweep is a random sample of each library")
     r.add_argument("-j", "--jobs", type=int, default=1)
     r.add_argument("--modes", default=",".join(MODES))
     r.add_argument("--force", action="store_true", help="replay even current records")
@@ -1216,7 +1225,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.command == "replay":
         return replay(args.lib, args.only, args.jobs, args.force, args.retry_failed,
                       args.harness_ref, args.timeout, args.limit,
-                      [m for m in args.modes.split(",") if m])
+                      [m for m in args.modes.split(",") if m], args.seed)
     if args.command == "probe":
         return probe_cmd(args.lib, args.only)
     if args.command == "score":
