@@ -73,6 +73,16 @@ class M(torch.nn.Module):
         if x.dtype == torch.float16 or self.training:
             x = x.float()
         return x
+''', '''
+import torch
+def keep_mask_length(key, mask):
+    seq_len = mask.shape[-1]
+    if key.shape[1] > seq_len:  # two sizes of one batch: they vary together
+        key = key[:, :seq_len]
+    return key
+class M(torch.nn.Module):
+    def forward(self, key, mask):
+        return keep_mask_length(key, mask)
 ''']
     INVALID = ['''
 import torch
@@ -93,6 +103,18 @@ class M(torch.nn.Module):
     def forward(self, x):
         y = pad_rows(x, 4)
         return y if len(x) < 16 else y * 2  # error: SL101
+''', '''
+import torch
+class Attention(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.qkv = torch.nn.Linear(16, 48)
+    def forward(self, x):
+        B, T, C = x.size()  # T: a length, whatever x's dims are declared
+        q, k, v = self.qkv(x).split(16, dim=2)
+        if T > 32:  # error: SL101
+            q = q * 2
+        return q
 ''']
 
     def on_condition(self, site: Condition) -> None:

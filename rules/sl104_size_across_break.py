@@ -80,7 +80,7 @@ class M(torch.nn.Module):
         if not site.after_break or site.passthrough:
             return
         v = site.value
-        if varying_size(v):
+        if varying_size(v) and not (v.dim is not None and v.dim.guessed):  # a name is too weak here
             what = f"holds the tensor size {site.fn.describe(v.origin)}"
         elif v.has(Tag.DATA) and not v.is_tensor and v.kinds == {Kind.INT}:
             # (an int: a float crossing a break is not specialized by default, measured on

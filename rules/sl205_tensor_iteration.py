@@ -4,7 +4,10 @@ from shapelint.api import Iteration, Rule
 class TensorIteration(Rule):
     """
     ## What it does
-    Finds Python iteration over a tensor: `for row in x:` or `[f(r) for r in x]`.
+    Finds Python iteration over a tensor: `for row in x:` or `[f(r) for r in x]`. A
+    forward's parameter counts as a tensor when the body uses it as one (`x.shape`, `x * 2`,
+    `self.proj(x)`); one that is only iterated is taken for a tuple or list of tensors (every
+    layer's hidden states) and not reported.
 
     ## Why is this bad?
     Iterating unbinds dim 0 in Python: Dynamo unrolls one step per row, specializing on the
@@ -38,12 +41,19 @@ class M(torch.nn.Module):
         for d in x.shape:
             pass
         return x
+''', '''
+import torch
+class Head(torch.nn.Module):
+    def forward(self, hidden_states):
+        # every layer's output, as a tuple: only iterated, never computed with
+        return torch.stack([h[:, 0] for h in hidden_states])
 ''']
     INVALID = ['''
 import torch
 class M(torch.nn.Module):
     def forward(self, x):
-        return torch.stack([r * 2 for r in x])  # error: SL205
+        x = x * 2
+        return torch.stack([r.sum() for r in x])  # error: SL205
 ''']
 
     def on_iteration(self, site: Iteration) -> None:

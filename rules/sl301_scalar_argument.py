@@ -58,6 +58,15 @@ class Outer(torch.nn.Module):
         self.inner = Inner()
     def forward(self, x):
         return self.inner(x, 2)
+''', '''
+import torch
+class GPT(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.wte = torch.nn.Embedding(100, 16)
+    def forward(self, idx):
+        b, t = idx.size()  # `idx` is used as a tensor: token ids, not an int
+        return self.wte(idx)
 ''']
     INVALID = ['''
 import torch

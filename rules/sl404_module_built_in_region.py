@@ -5,15 +5,16 @@ class ModuleBuiltInRegion(Rule):
     ## What it does
     Finds modules with parameters, and parameters, built inside a compiled region:
     `nn.Linear(...)`,
-    `Block(config)` (a module class of your own: Dynamo traces its `__init__`, where its
-    `super().__init__()` and every layer it builds are reported, since torch breaks there),
+    `Block(config)` (a module class of your own: Dynamo traces its `__init__`, where every
+    layer with parameters it builds is reported, since torch breaks there),
     `nn.Parameter(...)`.
     Modules without parameters (`nn.CrossEntropyLoss()`, `nn.GELU()`, `nn.Dropout()`) are
     traced without a break and are not reported.
 
     ## Why is this bad?
-    Dynamo cannot trace `nn.Module.__init__` or the creation of a parameter: it breaks the
-    graph there (BigBird's `set_attention_type` rebuilding attention layers in forward is a
+    Dynamo cannot trace the creation of a parameter (`nn.Parameter()`, which every layer with
+    weights calls in its `__init__`): it breaks the graph there (BigBird's
+    `set_attention_type` rebuilding attention layers in forward is a
     real case), and the new module's attributes are guarded by value in the frame that
     resumes, so every instance recompiles it.
 
@@ -52,7 +53,7 @@ import torch
 from torch import nn
 class Attention(nn.Module):
     def __init__(self, dim: int):
-        super().__init__()  # error: SL404
+        super().__init__()
         self.proj = nn.Linear(dim, dim)  # error: SL404
     def forward(self, x):
         return self.proj(x)
@@ -68,9 +69,6 @@ class M(nn.Module):
 
     def on_call(self, site: Call) -> None:
         what = module_build(site)
-        if what == "init":
-            self.report(site, f"`{site.short_code()}` runs nn.Module.__init__ inside the compiled "
-                              f"region (this module is built in forward); Dynamo breaks the graph")
-        elif what is not None:
+        if what is not None:
             self.report(site, f"`{site.short_code()}` builds {what} inside the compiled region; "
                               f"Dynamo breaks the graph to run it")

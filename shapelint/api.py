@@ -461,9 +461,11 @@ def tensor_as_size(site: Call) -> Optional[str]:
 
 def module_build(site: Call) -> Optional[str]:
     """What a call builds that Dynamo must break the graph for, inside a compiled region:
-    ``"a parameter"``, ``"a `Linear`"`` (a torch.nn module with parameters), ``"init"`` (the
-    ``nn.Module.__init__`` of a module class of the tree built in forward), or None. A module
-    class of the tree is reported inside its ``__init__``, where torch breaks."""
+    ``"a parameter"``, ``"a `Linear`"`` (a torch.nn module with parameters), or None. Dynamo
+    traces ``nn.Module.__init__`` and modules without parameters; it breaks at the
+    ``nn.Parameter`` constructor (measured on torch 2.13), so a module class of the tree built
+    in forward breaks where its ``__init__`` builds a layer with parameters, not at
+    ``super().__init__()``."""
     callee = site.callee or ""
     last = site.module_class.rsplit(".", 1)[-1]
     if site.module_class.startswith("torch.nn.") and \
@@ -473,8 +475,6 @@ def module_build(site: Call) -> Optional[str]:
         return None
     if site.constructs and (site.module_class or callee in dynamo.NOT_MODULES):
         return "a parameter" if callee in dynamo.NOT_MODULES else f"a `{last}`"
-    if callee == "torch.nn.Module.__init__":
-        return "init"
     return None
 
 

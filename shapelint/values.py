@@ -76,6 +76,8 @@ class DimInfo:
 
     state: Dim
     label: str = ""
+    #: VARY only because a name says so (``t``, ``seq_len``): weaker than an input's dim
+    guessed: bool = False
 
     @property
     def varies(self) -> Optional[bool]:

@@ -104,7 +104,7 @@ ROWS: Tuple[Row, ...] = (
         "(chunk(2) of 2 or 3 rows) is 0/1-specialized like any size (measured: a recompile at 4 "
         "rows on `n - (n + 1) // 2 == 1`), so the program feeds 5 rows and more"),
     Row("iter(tensor)", Effect.SPECIALIZE,
-        _prog("return torch.stack([r * 2 for r in x])  # <-")),
+        _prog("return torch.stack([r * 2 for r in x.contiguous()])  # <-")),
     Row("list(tensor)", Effect.SPECIALIZE,
         _prog("rows = list(x)  # <-\nreturn torch.stack(rows) * 2"),
         "iterates the tensor: a guard `len(x) == n` for each size"),

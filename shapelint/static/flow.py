@@ -27,7 +27,7 @@ from shapelint.static.frames import Frames
 from shapelint.static.project import FunctionInfo, ModuleInfo, Project, dotted as _dotted
 from shapelint.static.regions import Regions
 from shapelint.static.types import ast_literal, ast_param_kinds, kinds_of_ast_annotation, literal
-from shapelint.values import (CONST_DIM, NUMBERS, UNKNOWN, DimInfo, Dims, Kind, Origin, Tag, Value,
+from shapelint.values import (CONST_DIM, NUMBERS, UNKNOWN, Dim, DimInfo, Dims, Kind, Origin, Tag, Value,
                               join_dims, tracked)
 
 MAX_DEPTH = 12
@@ -582,6 +582,7 @@ class Walker:
     # -- binding ----------------------------------------------------------------------------------
     def bind(self, target: cst.CSTNode, v: Value, value_node: Optional[cst.CSTNode] = None) -> None:
         if isinstance(target, cst.Name):
+            v = self.a.regions.named_length(target.value, v)
             self.env[target.value] = v
             self.frames.bound(target.value, v)
         elif isinstance(target, (cst.Tuple, cst.List)):
@@ -901,7 +902,8 @@ class Walker:
             return Value(kinds=_TENSOR, origin=self.origin(node), dims=Dims(rank=None))
         if base.is_state:
             return Value(tags=frozenset({Tag.STATE}), origin=base.origin, detail="unknown")
-        if attr in results.SEQUENCE_OUTPUTS and isinstance(node.value, cst.Call) and not base.kinds:
+        if attr in results.SEQUENCE_OUTPUTS and isinstance(node.value, (cst.Call, cst.Name)) \
+                and not base.kinds:
             # a library model's output the walk cannot see into: (batch, sequence, hidden)
             return results.sequence_output(attr, self.origin(node))
         return UNKNOWN
@@ -1057,6 +1059,12 @@ class Walker:
             return Value(kinds=_BOOL, tags=frozenset({Tag.SIZE}), origin=self.origin(node),
                          dim=join_dims(*each) if each else None)
         if any(v.is_size for v in values):
+            varying = [v.dim for v in values if v.dim is not None and v.dim.state is Dim.VARY]
+            if len(node.comparisons) == 1 and all(v.is_size for v in values) and varying and \
+                    all(d.guessed for d in varying):
+                # two sizes of the model's tensors (`k.shape[1] > seq_len`): a consistency
+                # check whose sides vary together, unless an input's dim says one varies
+                return Value(kinds=_BOOL)
             if len(node.comparisons) == 1:
                 right = values[1]
                 for v, other, flip in ((left, right, False), (right, left, True)):

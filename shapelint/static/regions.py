@@ -30,6 +30,7 @@ import networkx as nx
 
 from shapelint.config import Settings
 from shapelint.static import dynamo
+from shapelint.static.evidence import SEQUENCE, TENSOR, parameter_uses
 from shapelint.static.project import ClassInfo, FunctionInfo, ModuleInfo, Project, ast_dotted
 from shapelint.static.types import param_kinds
 from shapelint.values import (NUMBERS, UNKNOWN, UNKNOWN_DIM, Dim, DimInfo, Dims, Kind, Origin, Tag,
@@ -46,6 +47,12 @@ FLAG_NAME = re.compile(r"^(?:return|output|use|is|has|do|enable|disable|skip|app
                        r"interpolate)_|_(?:flag|only)$|^(?:training|verbose|debug|causal)$")
 #: parameter names of token ids and masks: (batch, sequence)
 SEQUENCE_INPUT = re.compile(r"(?:^|_)(?:ids|mask|labels|tokens)$")
+#: names that say a size is a length, a time or a token count (``b, t, c = x.shape``,
+#: ``seq_len = x.shape[1]``): such a dim varies between calls, as the sequence of ids does
+LENGTH_NAME = re.compile(r"^(?:[tTLS]|seq|seqlen|seq_?len(?:gth)?|sequence_length|num_tokens|n_?tokens|"
+                         r"[qk]v?_len|kv_seq_len|q_seq_len|(?:src|tgt|key|query|kv|q|k)_(?:len|length|"
+                         r"seq_len)|num_frames|n_?frames|seqlen_[qk]|[tT]_?[qk]|n_?ctx|time_steps|"
+                         r"timesteps_len)$")
 _INT_NAMES = frozenset({"n", "k", "m", "step", "steps", "offset", "idx", "index", "length",
                         "count", "seq_len", "seqlen", "dim_size", "num_nodes", "max_len",
                         "max_length", "pos", "start_pos", "position", "layer_idx", "chunk_size",
@@ -198,6 +205,15 @@ class Regions:
             back.insert(0, DimInfo(state, f"`{name}` dim {d}, {why}"))
         return Dims(tuple(front), tuple(back), None)
 
+    def named_length(self, name: str, v: Value) -> Value:
+        """``v`` bound to ``name``: a tensor size whose dim nothing decided, read into a name
+        that says length or time, varies between calls (a model's sequence length is its
+        input's). Not when the config's ``dynamic-dims`` says exactly which dims vary."""
+        if Tag.SIZE in v.tags and (v.dim is None or v.dim.state is Dim.UNKNOWN) and \
+                not self.settings.dynamic_dims and LENGTH_NAME.match(name):
+            return v.with_(dim=DimInfo(Dim.VARY, f"`{name}`, named as a length", guessed=True))
+        return v
+
     def entry_args(self, fn: FunctionInfo, where) -> Dict[str, Value]:
         """Values of a compiled entry's parameters (``where`` places their origins)."""
         out: Dict[str, Value] = {}
@@ -207,11 +223,12 @@ class Regions:
         params = list(node.params.params) + list(node.params.kwonly_params)
         if fn.is_method and params:
             params = params[1:]
+        uses = parameter_uses(node)
         for p in params:
             name = p.name.value
             origin = Origin.of_node(p.name, where, fn.module.path, fn.symbol, scope=fn.qualname,
                                     text=name, near=node)
-            out[name] = self._entry_arg(p, name, origin)
+            out[name] = self._entry_arg(p, name, origin, uses.get(name, frozenset()))
         star = node.params.star_arg
         if isinstance(star, cst.Param):
             out[star.name.value] = UNKNOWN
@@ -219,12 +236,21 @@ class Regions:
             out[node.params.star_kwarg.name.value] = UNKNOWN
         return out
 
-    def _entry_arg(self, p: cst.Param, name: str, origin: Origin) -> Value:
+    def _entry_arg(self, p: cst.Param, name: str, origin: Origin, uses: frozenset) -> Value:
+        """The value an entry's parameter holds: its annotation or default says, else how the
+        body uses it (``idx.size()``: a tensor whatever its name; only iterated or counted: a
+        sequence), else its name (``n``, ``seq_len``: an int), else a tensor input."""
         ann = p.annotation.annotation if p.annotation is not None else None
         kinds = param_kinds(ann, p.default)
         if not kinds and p.default is None:  # forward(self, x): the inputs are tensors
-            kinds = frozenset({Kind.INT}) if (name in self.settings.scalar_arg_names or
-                                               looks_like_int(name)) else frozenset({Kind.TENSOR})
+            if name in self.settings.scalar_arg_names:
+                kinds = frozenset({Kind.INT})
+            elif TENSOR in uses:
+                kinds = frozenset({Kind.TENSOR})
+            elif SEQUENCE in uses:  # a tuple of layer outputs, a list of features
+                return Value(kinds=frozenset({Kind.TENSORS}), origin=origin)
+            else:
+                kinds = frozenset({Kind.INT}) if looks_like_int(name) else frozenset({Kind.TENSOR})
         elif not kinds and ann is None and _is_none(p.default):  # forward(self, x, mask=None)
             # a flag by its name (return_dict=None, output_attentions=None), else an optional
             # input tensor
