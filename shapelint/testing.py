@@ -49,7 +49,9 @@ def _predictions(paths: Iterable[str]) -> Dict[tuple, List[str]]:
     from shapelint.static.engine import Engine
 
     rules = all_rules()
-    enabled = enabled_codes(rules)  # the default rules, as `shapelint check` runs them
+    # every line asked about is one torch acted on: a preview rule's finding there is confirmed,
+    # as `shapelint run` keeps it
+    enabled = enabled_codes(rules, preview=True)
     root = os.path.commonpath([os.path.dirname(p) for p in paths])
     result = Engine(rules, enabled, Settings()).check(paths, root=root, use_cache=False)
     out: Dict[tuple, List[str]] = {}
@@ -103,12 +105,15 @@ class CompileWatch:
         self._collector: Any = None
         self._recorder: Any = None
         self._muted: List[logging.Handler] = []
+        self._frame_locals: Optional[Dict[str, Any]] = None
+        self._unhook: Any = None
 
     def __enter__(self) -> "CompileWatch":
         import torch._dynamo
 
         from shapelint.harness.blame import Recorder
         from shapelint.harness.trace import Collector, attach
+        from shapelint.harness.worker import report_all_failed_guards
 
         if self.reset:
             torch._dynamo.reset()
@@ -118,13 +123,31 @@ class CompileWatch:
         for h in self._muted:
             trace_log.removeHandler(h)
         self._collector = Collector(keep_inputs=True)
-        self._recorder = Recorder(self._collector)
+        self._recorder = Recorder(self._collector, self._value)
         self._recorder.begin_shape({})
         self._collector.on_event = self._recorder.on_event
         attach(self._collector)
+        # as the marker's worker does: while torch explains a recompile, the failed entries'
+        # guards are re-evaluated against the locals of the frame being recompiled, so a
+        # merged range guard (`2 <= n <= 31`) is blamed on the lines that added its parts
+        self._unhook = report_all_failed_guards(self._recorder, self._on_frame)
         return self
 
+    def _on_frame(self, f_locals: Optional[Dict[str, Any]]) -> None:
+        self._frame_locals = f_locals
+
+    def _value(self, src: str) -> Any:
+        """The value of a guard's source (``L['x'].size()[0]``) in the frame torch is
+        recompiling; KeyError outside a recompile (the guard is then not re-evaluated)."""
+        if self._frame_locals is None:
+            raise KeyError(src)
+        value = eval(src, {"__builtins__": {}}, {"L": self._frame_locals})  # noqa: S307 - torch's source
+        return value if isinstance(value, (int, float, bool)) else int(value)
+
     def __exit__(self, *exc: Any) -> None:
+        if self._unhook is not None:
+            self._unhook()
+            self._unhook = None
         trace_log = logging.getLogger("torch.__trace")
         trace_log.removeHandler(self._collector)
         for h in self._muted:

@@ -255,3 +255,66 @@ def test_a_suppressed_guard_is_not_a_guard(tmp_path):
 
     assert rec.suppressed(md(3)) and not rec.suppressed(md(2))
     assert not rec.suppressed({"expr": "Eq(s0, 2)", "stack": []})
+
+
+def test_what_torch_adds_inside_a_library_is_blamed_on_the_users_call():
+    """torch inlines an installed library's code like the user's own: the guards it adds there
+    (`x.shape[0] < width` in sizelib.fit, `n > 1` in sizelib.scale) and the graph break (a
+    print in sizelib.report) sit in the library's file, but the user can act only at their call
+    into it (the line torch's measured verdict names for the user models of tests/user_models).
+    The library's own line is kept in the note; nothing points into site-packages."""
+    pytest.importorskip("torch")  # the failed guards are re-evaluated with torch's sympy functions
+    rec, _, _ = replay("library_call")
+    places = [(e.kind, p) for e in rec.events for p in
+              [(e.abspath, e.line)] + [(g.abspath, g.line) for g in e.guards] if p[0]]
+    assert places and not any("site-packages" in p[0] for _, p in places)
+    (gb,) = kinds(rec.events, "graph-break")
+    assert (os.path.basename(gb.path), gb.line) == ("model.py", 13)
+    assert "sizelib/__init__.py:15 in report" in gb.note
+    by_line = {g.line: g for e in kinds(rec.events, "recompile") for g in e.guards if g.line}
+    assert by_line[12].detail == "value-guard" and "sizelib/__init__.py:10" in by_line[12].note
+    assert by_line[11].detail == "shape-guard" and "sizelib/__init__.py:5" in by_line[11].note
+    shape = next(e for e in kinds(rec.events, "recompile") if e.shape["batch"] == 8)
+    assert (os.path.basename(shape.path), shape.line) == ("model.py", 11)
+
+
+def test_a_library_is_what_an_installed_distribution_put_there(tmp_path):
+    """scope.is_library: a file under site-packages, or in a top-level package that a
+    `.dist-info/RECORD` beside it lists (`pip install --target DIR`); the project's own
+    package is not (an editable install's `.egg-info` beside it is not an installed copy)."""
+    from shapelint.harness.scope import is_library
+
+    target = tmp_path / "libs"
+    (target / "sizelib").mkdir(parents=True)
+    (target / "sizelib" / "__init__.py").write_text("")
+    (target / "one.py").write_text("")
+    (target / "sizelib-1.0.dist-info").mkdir()
+    (target / "sizelib-1.0.dist-info" / "RECORD").write_text(
+        "sizelib/__init__.py,sha256=x,0\none.py,,\nsizelib-1.0.dist-info/RECORD,,\n../../bin/x,,\n")
+    (target / "vendored").mkdir()
+    (target / "vendored" / "m.py").write_text("")
+    proj = tmp_path / "proj"
+    (proj / "pkg").mkdir(parents=True)
+    (proj / "pkg.egg-info").mkdir()
+    (proj / "pkg" / "model.py").write_text("")
+    assert is_library(str(target / "sizelib" / "__init__.py"))
+    assert is_library(str(target / "one.py"))
+    assert not is_library(str(target / "vendored" / "m.py"))
+    assert not is_library(str(proj / "pkg" / "model.py"))
+    assert is_library("/opt/venv/lib/python3.11/site-packages/transformers/masking_utils.py")
+
+
+def test_the_blamed_frame_is_the_users_call_into_a_library():
+    """Recorder.pick, on a stack's frames outside torch (outermost first): the innermost frame
+    outside library code, with the library frame under it for the note; a stack of library
+    frames only (a library model compiled on its own) keeps its innermost frame."""
+    lib = "/v/site-packages/transformers/"
+    rec = Recorder(Strings(), tdir="/nonexistent-torch")
+    user = ("/proj/model.py", 28, "forward")
+    inner = (lib + "masking_utils.py", 846, "_preprocess_mask_arguments")
+    assert rec.pick([user, (lib + "bert.py", 900, "forward"), inner]) == (user, inner)
+    assert rec.pick([(lib + "bert.py", 900, "forward"), inner]) == (inner, None)
+    callback = ("/proj/hooks.py", 3, "hook")  # the user's code called back from the library
+    assert rec.pick([user, inner, callback]) == (callback, None)
+    assert rec.pick([]) == (None, None)
+

@@ -13,6 +13,10 @@ break, compile error and fallback to eager (the algorithm of torch-signals.md §
 - anything else: a symbolic-shape guard; re-evaluate the failed entry's ``guard_added_fast``
   expressions against the new inputs and blame each guard that is now false. If none is, an
   implicit range guard failed: the size-1 (0/1) specialization.
+- a guard, specialization or graph break torch adds inside an installed library's code
+  (transformers' masking_utils.py under ``self.encoder(...)``) is placed at the user's call into
+  the library, the innermost frame outside library code (``scope.is_library``), with the
+  library's line in its note; a library frame compiled on its own keeps its innermost frame.
 - guards with an empty user stack were added by the backend (AOTAutograd/Inductor); guards
   torch adds inside its own modules and kernels (CPU convolution's ``batch < 16``) are marked
   ``framework``.
@@ -33,6 +37,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 from shapelint.finding import (COMPILE_ERROR, FALLBACK, GRAPH_BREAK, RECOMPILE, SPECIALIZATION,
                                TORCH_STEPS, Blame, Event, Guard, Place)
 from shapelint.harness.names import Names
+from shapelint.harness.scope import is_library, library_path
 from shapelint.harness.trace import VALUE_GUARD
 
 FILE_LINE = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
@@ -146,13 +151,14 @@ class Recorder:
 
     def __init__(self, strings: Any, values: Optional[Callable[[str], Any]] = None, mode: str = "auto",
                  attribute_writes: Optional[Callable[[str], List[Tuple[str, int]]]] = None,
-                 tdir: Optional[str] = None) -> None:
+                 tdir: Optional[str] = None, library: Optional[Callable[[str], bool]] = None) -> None:
         self.c = strings
         self.values: Callable[[str], Any] = values or _unknown_value
         self.attribute_writes: Callable[[str], List[Tuple[str, int]]] = attribute_writes or _no_writes
         self.mode = mode
         self.names = Names()
         self.torch_dir = tdir or torch_dir()
+        self.is_library: Callable[[str], bool] = library or is_library
         self.shape: Dict[str, Any] = {}
         self.compiles = 0
         self.frames: Dict[int, Dict[str, Any]] = {}
@@ -182,17 +188,44 @@ class Recorder:
             return False
         return not is_torch_path(path, self.torch_dir)
 
-    def user_frame(self, stack: Any) -> Optional[Where]:
-        """Innermost user frame of a structured ``user_stack``."""
-        if not isinstance(stack, list):
-            return None
-        for fr in reversed(stack):
+    def pick(self, frames: List[Where]) -> Tuple[Optional[Where], Optional[Where]]:
+        """The place to blame among a stack's frames outside torch (outermost first), and the
+        library frame under it: the innermost frame outside library code (scope.is_library),
+        the user's call into the library where torch added the guard or broke the graph
+        deeper, in the library's code (what the user can change: their call, its arguments,
+        the sizes they pass); the innermost frame where every frame is a library's (a library
+        model's own code, compiled on its own)."""
+        if not frames:
+            return None, None
+        own = [f for f in frames if not self.is_library(f[0])]
+        if not own:
+            return frames[-1], None
+        at = own[-1]
+        inner = frames[-1] if frames[-1] is not at and self.is_library(frames[-1][0]) else None
+        return at, inner
+
+    @staticmethod
+    def inside(inner: Optional[Where], what: str = "torch added the guard") -> str:
+        """The note of a place that stands for a library frame under it."""
+        if not inner:
+            return ""
+        return (f"{what} inside library code ({library_path(inner[0])}:{inner[1]} in {inner[2]}), "
+                f"under this call")
+
+    def stack_frames(self, stack: Any) -> List[Where]:
+        """The frames outside torch of a structured ``user_stack``, outermost first."""
+        out: List[Where] = []
+        for fr in stack if isinstance(stack, list) else ():
             if not isinstance(fr, dict):
                 continue
             path = self.c.filename(fr.get("filename"))
             if self.is_user(path):
-                return os.path.abspath(path), int(fr.get("line") or 0), str(fr.get("name", ""))
-        return None
+                out.append((os.path.abspath(path), int(fr.get("line") or 0), str(fr.get("name", ""))))
+        return out
+
+    def user_frame(self, stack: Any) -> Optional[Where]:
+        """The blamed frame of a structured ``user_stack`` (:meth:`pick`)."""
+        return self.pick(self.stack_frames(stack))[0]
 
     def suppressed(self, md: Dict[str, Any]) -> bool:
         """A guard torch logged but did not install (``eval [guard suppressed]``: fake-tensor
@@ -229,24 +262,31 @@ class Recorder:
                 return True
         return False
 
+    def text_frames(self, text: str) -> List[Where]:
+        """The frames outside torch named in a traceback-like text (absolute paths), outermost
+        first."""
+        return [(os.path.abspath(m.group("path")), int(m.group("line")), m.group("fn"))
+                for m in FILE_LINE.finditer(text) if self.is_user(m.group("path"))]
+
     def text_frame(self, text: str) -> Optional[Where]:
-        """Innermost user frame named in a traceback-like text (absolute paths)."""
-        best = None
-        for m in FILE_LINE.finditer(text):
-            if self.is_user(m.group("path")):
-                best = (os.path.abspath(m.group("path")), int(m.group("line")), m.group("fn"))
-        return best
+        """The blamed frame of a traceback-like text (:meth:`pick`)."""
+        return self.pick(self.text_frames(text))[0]
 
     def short_frame(self, text: str) -> Optional[Where]:
         """A frame from reason text, whose paths torch shortened (``mp/a/b.py``): match by
-        suffix against the files this process has seen."""
+        suffix against the files this process has seen; the first outside library code."""
         known = self.c.known_paths()
+        found: List[Where] = []
         for m in SHORT_LOC.finditer(text):
             short = m.group("path")
             for full in known:
                 if full.endswith(short) and self.is_user(full):
-                    return os.path.abspath(full), int(m.group("line")), m.group("fn")
-        return None
+                    found.append((os.path.abspath(full), int(m.group("line")), m.group("fn")))
+                    break
+        # a merged range guard prints each part's location: the user's own first (a library's
+        # location is not the line they can change)
+        own = [f for f in found if not self.is_library(f[0])]
+        return (own or found)[0] if found else None
 
     def frame_of(self, frame_id: Any) -> Dict[str, Any]:
         if isinstance(frame_id, int) and frame_id in self.frames:
@@ -440,7 +480,7 @@ class Recorder:
                                  for e in self.events)
 
     def _specialization(self, md: Dict[str, Any], key: Tuple[Any, Any]) -> None:
-        where = self.user_frame(md.get("user_stack"))
+        where, inner = self.pick(self.stack_frames(md.get("user_stack")))
         sources = [str(x) for x in md.get("sources") or []]
         seen = (where[:2] if where else None, str(sources), md.get("value"))
         if seen in self._spec_seen:
@@ -453,7 +493,8 @@ class Recorder:
             detail=Blame.SPECIALIZATION, sources=sources,
             abspath=where[0] if where else None, path=where[0] if where else None,
             line=where[1] if where else None, framework=self.framework_guard(md),
-            note="" if where else "torch recorded no user stack for this specialization"))
+            note=self.inside(inner, "torch specialized it") if where else
+            "torch recorded no user stack for this specialization"))
         self._label(self.events[-1], key)
 
     def _graph_break(self, payload: str, key: Tuple[Any, Any]) -> None:
@@ -474,11 +515,15 @@ class Recorder:
         path = os.path.abspath(m.group("path")) if m else None
         line = int(m.group("line")) if m else None
         note = ""
-        if path and not self.is_user(path):
-            where = self.text_frame(payload)
+        if path and (not self.is_user(path) or self.is_library(path)):
+            # inside torch or a library: the user's call into it (the user stack before the
+            # exception's own traceback), the library's line kept in the note
+            frames = self.text_frames(payload.split("\nTraceback (most recent call last):")[0])
+            where, inner = self.pick(frames)
             if where:
                 path, line = where[0], where[1]
-            else:
+                note = self.inside(inner, "the graph broke")
+            elif not self.is_user(path):
                 note = "the break is inside torch and its traceback names no user frame"
         rid = f"GB{gb.group(1)}" if gb else None
         unhandled = UNHANDLED_BREAK in payload
@@ -648,22 +693,26 @@ class Recorder:
                                "sizing); they differ now")]
         if "User stack trace:" in body:
             stack = body.split("User stack trace:", 1)[1]
-            frames = [(os.path.abspath(m.group("path")), int(m.group("line")))
-                      for m in FILE_LINE.finditer(stack) if self.is_user(m.group("path"))]
-            where = frames[-1] if frames else None
+            frames = self.text_frames(stack)
+            at, inner = self.pick(frames)
+            where = (at[0], at[1]) if at else None
+            # the calls that lead to it: the user's own (a library's frames are not theirs)
+            outer = frames[:frames.index(at)] if at else []
             callers = [Place(abspath=p, line=ln, why="a call in the value guard's stack")
-                       for p, ln in dict.fromkeys(frames[:-1]) if (p, ln) != where]
+                       for p, ln in dict.fromkeys((f[0], f[1]) for f in outer
+                                                  if not self.is_library(f[0])) if (p, ln) != where]
             # a guard on module state (`self.seq_len_cached == 5`): the read is guarded, and
             # the write an earlier call ran is what changed it
             for attr in dict.fromkeys(STATE_ATTR.findall(summary)):
                 callers += [Place(abspath=p, line=ln, why=f"`self.{attr}` written here by an "
                                                           f"earlier call")
                             for p, ln in self.attribute_writes(f"self.{attr}")
-                            if (p, ln) != where]
+                            if (p, ln) != where and (inner is None or not self.is_library(p))]
             return [guard(detail=Blame.VALUE_GUARD, guard=summary,
                           abspath=where[0] if where else None, line=where[1] if where else None,
                           callers=callers,
-                          note="" if where else "the value guard's stack names no user frame")]
+                          note=self.inside(inner) if where else
+                          "the value guard's stack names no user frame")]
         out = self._reevaluate(entry) if entry else None
         if out:
             for g in out:
@@ -721,7 +770,7 @@ class Recorder:
                     continue
             except Exception:  # noqa: BLE001 - an unevaluable guard is skipped
                 continue
-            where = self.user_frame(md.get("user_stack"))
+            where, inner = self.pick(self.stack_frames(md.get("user_stack")))
             shown = SYMBOL.sub(lambda m: symbols.get(m.group(0), m.group(0)), str(md.get("expr")))
             if not md.get("user_stack"):
                 failed.append(Guard(detail=Blame.BACKEND, guard=shown,
@@ -732,7 +781,8 @@ class Recorder:
                                     abspath=where[0] if where else None,
                                     line=where[1] if where else None,
                                     framework=self.framework_guard(md),
-                                    note="" if where else "the guard's stack is all inside torch"))
+                                    note=self.inside(inner) if where else
+                                    "the guard's stack is all inside torch"))
         if evaluated == 0:
             return None
         seen, out = set(), []

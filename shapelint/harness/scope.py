@@ -13,9 +13,10 @@ an event no rule predicted) unless ``--show-library``, and summarized, never ann
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import sys
-from typing import Iterable, List, Optional, Union
+from typing import FrozenSet, Iterable, List, Optional, Union
 
 from shapelint.finding import (CONFIRMED, UNPREDICTED, Event, Finding, Guard, Place, TargetResult,
                                relpath)
@@ -30,6 +31,50 @@ def is_under(path: str, root: str) -> bool:
             os.path.abspath(root)
     except ValueError:  # other drives
         return False
+
+
+def is_library(path: str) -> bool:
+    """Whether ``path`` is a file of an installed library (transformers, timm, diffusers...):
+    under ``site-packages``/``dist-packages``, or in a top-level package or module that an
+    installed distribution's ``RECORD`` lists in the folder that holds it (``pip install
+    --target DIR`` put on ``sys.path``). Torch's tracer inlines library code like the user's
+    own, but a guard it adds there (``attention_mask.to(...)`` in masking_utils.py) is the
+    user's to act on at their call into the library, so a blamed place skips library frames
+    while a frame of the user's is outside them (``blame.Recorder.pick``). An editable install of
+    the project is not a library (its files are not beside its ``.dist-info``)."""
+    ab = os.path.abspath(path)
+    parts = ab.split(os.sep)
+    if any(marker in parts for marker in SITE_DIRS):
+        return True
+    folder, top = os.path.dirname(ab), os.path.basename(ab)
+    while folder and os.path.dirname(folder) != folder:
+        if top in _installed_tops(folder):
+            return True
+        folder, top = os.path.dirname(folder), os.path.basename(folder)
+    return False
+
+
+@functools.lru_cache(maxsize=1024)
+def _installed_tops(folder: str) -> FrozenSet[str]:
+    """The top-level packages and modules (``transformers``, ``six.py``) that the
+    distributions installed in ``folder`` (its ``*.dist-info/RECORD``) put there."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return frozenset()
+    tops = set()
+    for name in names:
+        if not name.endswith(".dist-info"):
+            continue
+        try:
+            with open(os.path.join(folder, name, "RECORD"), encoding="utf-8", errors="replace") as fh:
+                for row in fh:
+                    first = row.split(",", 1)[0].replace("\\", "/").split("/", 1)[0]
+                    if first and first not in ("..", ".") and not first.endswith((".dist-info", ".data")):
+                        tops.add(first)
+        except OSError:
+            continue
+    return frozenset(tops)
 
 
 def library_path(abspath: str, search: Iterable[str] = ()) -> str:

@@ -732,7 +732,8 @@ def run(spec: TargetSpec, out: Out) -> int:
 
 
 def report_all_failed_guards(recorder: Any,
-                             on_frame: Callable[[Optional[Dict[str, Any]]], None] = lambda f: None) -> None:
+                             on_frame: Callable[[Optional[Dict[str, Any]]], None] = lambda f: None
+                             ) -> Callable[[], None]:
     """Before torch explains a recompile, re-check every value guard (``L['n'] == 8``) of the
     cache entries that failed and log the failing ones as a ``shapelint_failed_guards``
     artifact. torch's reason names only an entry's first failing guard, and its guard tree
@@ -741,15 +742,16 @@ def report_all_failed_guards(recorder: Any,
     the locals of the frame being recompiled: the failed entry's shape guards are re-evaluated
     against them (a resume frame's ``L['attention_mask']`` is the trimmed mask its function
     computed before the break, not the entry's argument). Best effort: any error leaves
-    torch's own path untouched."""
+    torch's own path untouched. Returns the function that takes the hook out again (the
+    ``compile_watch`` fixture's, when its ``with`` block ends)."""
     try:
         import torch._dynamo.convert_frame as convert_frame
         from torch._logging import trace_structured
     except ImportError:
-        return
+        return lambda: None
     original = getattr(convert_frame, "get_and_maybe_log_recompilation_reasons", None)
-    if original is None or getattr(original, "_shapelint", False):
-        return
+    if original is None or getattr(original, "_shapelint", None) is recorder:
+        return lambda: None
 
     def failed(cache_entries: Any, frame: Any) -> List[Dict[str, Any]]:
         out = []
@@ -785,8 +787,14 @@ def report_all_failed_guards(recorder: Any,
         finally:
             on_frame(None)
 
-    wrapped._shapelint = True  # type: ignore[attr-defined]
+    wrapped._shapelint = recorder  # type: ignore[attr-defined]
     convert_frame.get_and_maybe_log_recompilation_reasons = wrapped
+
+    def remove() -> None:
+        if convert_frame.get_and_maybe_log_recompilation_reasons is wrapped:
+            convert_frame.get_and_maybe_log_recompilation_reasons = original
+
+    return remove
 
 
 def _signature(fn: Any, follow: bool) -> Any:

@@ -66,18 +66,13 @@ def _describe(row):
 
 #: model -> why shapelint's blame differs from torch's today (None: it matches)
 WATCH = {
-    "bert_trim_branch": "measured: the Eq(attention_mask.size()[1], longest) guard torch adds in transformers' "
-                        "masking_utils.py:846 under the user's encoder call (line 28) is blamed on the library "
-                        "line; a resumed frame's range guard (2 <= ___stack0 <= 32) is not re-evaluated in-process "
-                        "and keeps torch's printed location",
+    "bert_trim_branch": None,
     "llama_rope_cache": None,
-    "whisper_pad_frames": "measured: the merged range guard of `if n < self.frames` (line 30) is blamed on line 29, "
-                          "the first use of the size torch prints (the fixture does not re-evaluate guards)",
+    "whisper_pad_frames": None,
     "diffusers_block_window_mask": None,
 }
 MARKER = {
-    "bert_trim_branch": "measured: the guard torch adds at transformers' masking_utils.py:846 under the user's "
-                        "encoder call (line 28) is named by its library line, and line 28 is not named",
+    "bert_trim_branch": None,
     "llama_rope_cache": None,
     "whisper_pad_frames": None,
     "diffusers_block_window_mask": None,
