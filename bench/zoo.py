@@ -36,9 +36,10 @@ it measured.
 
 **score** (minutes, from the committed records alone; never replays) refuses every record
 whose versions are not the current ones (listed as ``stale``, never mixed in), runs the
-working tree's static pass (``shapelint check --format json --no-cache``, the default rules,
-the default settings: no ``dynamic-dims``) over the library files the replays executed or
-blamed, and judges it:
+working tree's static pass (``shapelint check --format json --no-cache --preview``: every
+rule, the default settings, no ``dynamic-dims``) over the library files the replays executed or
+blamed, and judges it. The totals count the default rules (what a user gets); ``rules`` judges
+each rule, preview ones too (``default`` says which), so a preview rule can earn its way back:
 
 - *precision*: every default-rule finding (of a rule that predicts a torch event: not SL001,
   not the runtime-only SL9xx) on a statement a replay executed is judged. It is *true* when a
@@ -756,8 +757,10 @@ def run_check(files: List[str], view: str, root: str) -> Dict[str, Any]:
     if os.path.exists(out):
         os.remove(out)
     env = dict(os.environ, PYTHONPATH=root)
+    # every rule runs, preview ones too: each is judged per rule (how a preview rule earns its
+    # way back), while the totals count the default rules only (what a user gets)
     cmd = [sys.executable, "-m", "shapelint.cli", "check", "--config", config, "--format", "json",
-           "--no-cache", "--exit-zero", "-o", out]
+           "--no-cache", "--exit-zero", "--preview", "-o", out]
     listing = os.path.join(DOWNLOADS, "zoo-check-files.txt")
     with open(listing, "w") as fh:
         fh.write("\n".join(files))
@@ -972,26 +975,35 @@ def score_data(split: str, static_ref: Optional[str] = None) -> Dict[str, Any]:
     unjudged: List[Dict[str, Any]] = []
     falses: List[Dict[str, Any]] = []
     flagged: Dict[Tuple[str, int], Set[str]] = {}  # statement lines a finding covers
+    flagged_all: Dict[Tuple[str, int], Set[str]] = {}  # the same, preview rules' findings too
     n_true = n_false = 0
-    for f in findings:
+    everything = findings
+    findings = [f for f in everything if rules.get(f["rule"], {}).get("status") != "preview"]
+    for f in everything:
         code = f["rule"]
         row = per_rule.setdefault(code, {"true": 0, "false": 0, "unjudged": 0})
         info = rules.get(code, {})
+        default = info.get("status") != "preview"
+        row["default"] = default
         first = int(f["line"])
         last = max(int(f.get("end_line") or 0), first)
         lines = stmts.lines(f["path"], first, last)
         if info.get("runtime_only") or not info.get("evidence"):
             row["unjudged"] += 1
-            unjudged.append(dict(f, why="the rule predicts no torch event"))
+            if default:
+                unjudged.append(dict(f, why="the rule predicts no torch event"))
             continue
         for n in lines:
-            flagged.setdefault((f["path"], n), set()).add(code)
+            flagged_all.setdefault((f["path"], n), set()).add(code)
+            if default:
+                flagged.setdefault((f["path"], n), set()).add(code)
         ran = executed.get(f["path"], set())
         if not lines & ran:
             row["unjudged"] += 1
             why = ("no replay executed this statement" if f["path"] in executed
                    else "no replay executed this file (checked because an event blames it)")
-            unjudged.append(dict(f, why=why))
+            if default:
+                unjudged.append(dict(f, why=why))
             continue
         hit = bool(lines & blame.get(f["path"], set()))
         if not hit and code == "SL302":
@@ -1001,11 +1013,12 @@ def score_data(split: str, static_ref: Optional[str] = None) -> Dict[str, Any]:
                 hit = any(attr.search(g) for g in state_guards.get(f["path"], []))
         if hit:
             row["true"] += 1
-            n_true += 1
+            n_true += default
         else:
             row["false"] += 1
-            n_false += 1
-            falses.append(f)
+            n_false += default
+            if default:
+                falses.append(f)
     for row in per_rule.values():
         j = row["true"] + row["false"]
         row["precision"] = round(row["true"] / j, 3) if j else None
@@ -1033,6 +1046,8 @@ def score_data(split: str, static_ref: Optional[str] = None) -> Dict[str, Any]:
     out["blamed_lines"] = len(pool)
     out["direct_recall"] = round(len(direct) / len(pool), 3) if pool else None
     out["recall"] = round(len(covered) / len(pool), 3) if pool else None
+    out["direct_recall_with_preview"] = round(sum(1 for k in pool if k in flagged_all) / len(pool),
+                                              3) if pool else None
     by_kind = {}
     for kind in KINDS:
         keys = [k for k, kinds in pool.items() if kind in kinds]

@@ -41,7 +41,12 @@ class SizeBranch(Rule):
     name = "size-branch"
     summary = "Python control flow depends on a tensor size"
     evidence = ("recompile", "specialization")
-    measured_precision = 1.0  # 10 of 10 (bench/zoo.py score)
+    # under 0.9 on held-out real code (issue 19's independent, torch-judged sample of library
+    # findings, before this turn's model changes): a preview rule until the zoo's held-out half
+    # measures it at 0.9 or more on 20 judged findings (bench/zoo.py score --split held-out);
+    # `shapelint run` and the pytest plugin still report its findings torch confirms
+    preview = True
+    measured_precision = 0.24  # 4 of 17
     hint = ("move the decision out of the compiled region, or use torch.cond / torch.where; "
             "torch._check(...) states an invariant without branching")
     VALID = ['''

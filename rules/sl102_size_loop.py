@@ -28,6 +28,12 @@ class SizeLoop(Rule):
     name = "size-loop"
     summary = "A Python loop runs once per element of a tensor dimension"
     evidence = ("recompile", "specialization")
+    # under 0.9 on held-out real code (issue 19's independent, torch-judged sample of library
+    # findings, before this turn's model changes): a preview rule until the zoo's held-out half
+    # measures it at 0.9 or more on 20 judged findings (bench/zoo.py score --split held-out);
+    # `shapelint run` and the pytest plugin still report its findings torch confirms
+    preview = True
+    measured_precision = 0.75  # 9 of 12
     hint = "vectorize over the dimension, or compile only the loop body"
     VALID = ['''
 import torch

@@ -30,7 +30,12 @@ class SizeToPython(Rule):
     name = "size-to-python"
     summary = "A tensor size is forced into a concrete Python value"
     evidence = ("specialization", "recompile")
-    measured_precision = 1.0  # 3 of 3 (bench/zoo.py score)
+    # under 0.9 on held-out real code (issue 19's independent, torch-judged sample of library
+    # findings, before this turn's model changes): a preview rule until the zoo's held-out half
+    # measures it at 0.9 or more on 20 judged findings (bench/zoo.py score --split held-out);
+    # `shapelint run` and the pytest plugin still report its findings torch confirms
+    preview = True
+    measured_precision = 0.50  # 6 of 12
     hint = "keep the size inside torch ops, or move this out of the compiled region"
     VALID = ['''
 import math

@@ -45,7 +45,10 @@ class SizeAcrossBreak(Rule):
     name = "size-across-break"
     summary = "A Python int that differs between calls enters a frame and is guarded by value"
     evidence = ("recompile",)
-    measured_precision = 1.0  # 7 of 7 (bench/zoo.py score); 2 of 3 on tests/cases/real
+    # under 0.9 on held-out real code: 1 of 12 right in issue 19's independent,
+    # torch-judged sample of transformers, diffusers and timm findings
+    preview = True
+    measured_precision = 0.08
     hint = "remove the graph break (keep the value a tensor), so that the size stays symbolic"
     VALID = ['''
 import torch

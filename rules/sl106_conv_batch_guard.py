@@ -33,6 +33,8 @@ class ConvBatchGuard(Rule):
     summary = "A CPU convolution adds a framework guard on batch < 16"
     severity = "info"
     evidence = ("recompile",)
+    # issue 19's independent, torch-judged sample of library findings
+    measured_precision = 1.00  # 18 of 18
     hint = "warm up with a batch >= 16 as well, or accept one extra compile"
     VALID = ['''
 import torch

@@ -30,6 +30,12 @@ class ValueBranch(Rule):
     name = "value-branch"
     summary = "Python control flow depends on a tensor value"
     evidence = ("graph-break",)
+    # under 0.9 on held-out real code (issue 19's independent, torch-judged sample of library
+    # findings, before this turn's model changes): a preview rule until the zoo's held-out half
+    # measures it at 0.9 or more on 20 judged findings (bench/zoo.py score --split held-out);
+    # `shapelint run` and the pytest plugin still report its findings torch confirms
+    preview = True
+    measured_precision = 0.79  # 11 of 14
     registry_ids = ("GB0170", "GB0035")
     hint = "use torch.where / torch.cond, or move the decision out of the compiled region"
     VALID = ['''

@@ -28,6 +28,8 @@ class DynamicOutputShape(Rule):
     name = "dynamic-output-shape"
     summary = "An op whose output shape depends on tensor values"
     evidence = ("graph-break",)
+    # issue 19's independent, torch-judged sample of library findings
+    measured_precision = 1.00  # 7 of 7
     registry_ids = ("GB0036", "GB0033")
     hint = "use a fixed-shape formulation (masks, torch.where, output_size=, nonzero_static)"
     VALID = ['''

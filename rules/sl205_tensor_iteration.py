@@ -28,6 +28,10 @@ class TensorIteration(Rule):
     name = "tensor-iteration"
     summary = "A Python loop iterates over a tensor's first dimension"
     evidence = ("specialization", "recompile")
+    # under 0.9 on held-out real code: 0 of 14 right in issue 19's independent,
+    # torch-judged sample of transformers, diffusers and timm findings
+    preview = True
+    measured_precision = 0.00
     hint = "apply the op to the whole batch, or use torch.vmap"
     VALID = ['''
 import torch

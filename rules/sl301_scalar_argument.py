@@ -39,6 +39,10 @@ class ScalarArgument(Rule):
     name = "python-scalar-argument"
     summary = "A Python int/bool argument of a compiled entry is guarded on its value"
     evidence = ("recompile", "specialization")
+    # under 0.9 on held-out real code: 0 of 10 right in issue 19's independent,
+    # torch-judged sample of transformers, diffusers and timm findings
+    preview = True
+    measured_precision = 0.00
     hint = "derive it from a tensor's shape, pass it as a tensor, or keep it constant"
     VALID = ['''
 import torch

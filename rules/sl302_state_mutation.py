@@ -29,6 +29,10 @@ class StateMutation(Rule):
     name = "module-state-mutation"
     summary = "A compiled region writes Python module state that it also reads"
     evidence = ("recompile",)
+    # under 0.9 on held-out real code: 2 of 12 right in issue 19's independent,
+    # torch-judged sample of transformers, diffusers and timm findings
+    preview = True
+    measured_precision = 0.17
     hint = "hold the state in a tensor buffer, or update it outside the compiled region"
     VALID = ['''
 import torch

@@ -30,16 +30,17 @@ def write_tree(root, files: Dict[str, str]) -> None:
             fh.write(textwrap.dedent(text).lstrip("\n"))
 
 
-def check_tree(root, select=None, **settings_kw):
-    """The static pass on ``root`` with the rules the command would enable; a test that
-    selects codes (``["ALL"]``) gets the preview rules among them too."""
+def check_tree(root, select=None, preview=True, **settings_kw):
+    """The static pass on ``root`` with the rules ``shapelint check --preview`` would enable
+    (the hazards these tests use are preview rules'; ``preview=False``: the default rules); a
+    test that selects codes (``["ALL"]``) gets the preview rules among them too."""
     from shapelint.config import Settings, enabled_codes
     from shapelint.registry import all_rules
     from shapelint.static.check import check
 
     rules = all_rules()
     settings = Settings(**settings_kw)
-    enabled = enabled_codes(rules, select or [], preview=bool(select) or settings.preview)
+    enabled = enabled_codes(rules, select or [], preview=preview or bool(select) or settings.preview)
     return check([str(root)], settings, rules=rules, enabled=enabled, root=str(root),
                  use_cache=False)
 

@@ -61,9 +61,21 @@ def env(**extra) -> dict:
     return out
 
 
-def sl(cwd, *args, timeout=180, extra_env=None, **kw) -> subprocess.CompletedProcess:
-    """``shapelint ARGS`` as a user runs it (stdout and stderr as text, bad bytes replaced)."""
-    return subprocess.run([sys.executable, "-m", "shapelint.cli", *map(str, args)], cwd=str(cwd),
+def with_preview(args) -> List[str]:
+    """``check``/``run`` ARGS with ``--preview``: the hazards these tests use as "a finding"
+    (HAZARD's SL101) are preview rules' (under 0.9 on held-out real code), and the tests are
+    about what the CLI does with a finding, not about which rules are on by default."""
+    args = [str(a) for a in args]
+    if args and args[0] in ("check", "run") and "--preview" not in args:
+        return [args[0], "--preview", *args[1:]]
+    return args
+
+
+def sl(cwd, *args, timeout=180, extra_env=None, preview=True, **kw) -> subprocess.CompletedProcess:
+    """``shapelint ARGS`` as a user runs it (stdout and stderr as text, bad bytes replaced);
+    ``preview``: see :func:`with_preview`."""
+    args = tuple(with_preview(args)) if preview else tuple(map(str, args))
+    return subprocess.run([sys.executable, "-m", "shapelint.cli", *args], cwd=str(cwd),
                           capture_output=True, encoding="utf-8", errors="replace",
                           env=env(**(extra_env or {})), timeout=timeout, **kw)
 

@@ -10,6 +10,7 @@ import sys
 
 
 from conftest import write_tree
+from fault_support import with_preview
 
 HAZARD = """
 import torch
@@ -27,7 +28,9 @@ class M(torch.nn.Module):
 """
 
 
-def run(args, cwd, **kw):
+def run(args, cwd, preview=True, **kw):
+    """``shapelint ARGS``; ``preview``: with ``--preview`` added (see fault_support.with_preview)."""
+    args = with_preview(args) if preview else list(args)
     return subprocess.run([sys.executable, "-m", "shapelint.cli", *args], cwd=str(cwd),
                           capture_output=True, text=True, **kw)
 
@@ -42,8 +45,9 @@ def test_exit_codes_and_text(tmp_path):
     assert "bad/m.py:4:12: SL101 [size-branch]" in bad.stdout
     assert "help:" in bad.stdout
     # the shorthand used by the pre-commit hook
-    assert run(["bad"], tmp_path).returncode == 1
-    assert run(["bad", "--exit-zero"], tmp_path).returncode == 0
+    assert run(["bad", "--preview"], tmp_path).returncode == 1
+    assert run(["bad"], tmp_path).returncode == 0  # SL101 is a preview rule
+    assert run(["bad", "--preview", "--exit-zero"], tmp_path).returncode == 0
 
 
 def test_json_contract(tmp_path):
@@ -315,26 +319,29 @@ def test_preview_rules_from_the_command_line_and_the_config(tmp_path):
     # only the user's preview rule CU002 is under test: every built-in (SL...) one is ignored
     config = 'rule-paths = ["my_rules"]\nexclude = ["my_rules"]\nignore = ["SL"]\n'
     (tmp_path / "shapelint.toml").write_text(config)
-    assert run(["check", ".", "--no-cache"], tmp_path).returncode == 0  # off by default
-    assert run(["check", ".", "--select", "ALL", "--no-cache"], tmp_path).returncode == 0
+    assert run(["check", ".", "--no-cache"], tmp_path, preview=False).returncode == 0  # off by default
+    assert run(["check", ".", "--select", "ALL", "--no-cache"], tmp_path, preview=False).returncode == 0
     on = run(["check", ".", "--preview", "--no-cache"], tmp_path)
     assert on.returncode == 1 and "m.py:4:9: CU002" in on.stdout
-    assert run(["check", ".", "--extend-select", "CU002", "--no-cache"], tmp_path).returncode == 1
+    assert run(["check", ".", "--extend-select", "CU002", "--no-cache"], tmp_path,
+               preview=False).returncode == 1
     (tmp_path / "shapelint.toml").write_text(config + "preview = true\n")
-    assert run(["check", ".", "--no-cache"], tmp_path).returncode == 1
+    assert run(["check", ".", "--no-cache"], tmp_path, preview=False).returncode == 1
     listing = run(["rule", "--all"], tmp_path).stdout
     row = next(ln for ln in listing.splitlines() if ln.startswith("CU002"))
     assert "preview" in row and "0.62" in row
     assert re.search(r"SL105 .* off by default", listing) and re.search(r"SL900 .* runtime-only", listing)
-    assert re.search(r"SL101 .* stable", listing)
+    assert re.search(r"SL106 .* stable", listing) and re.search(r"SL101 .* preview", listing)
     one = run(["rule", "CU002"], tmp_path).stdout
     assert "Status: preview" in one and "--preview" in one and "0.62" in one
     described = json.loads(run(["rule", "--format", "json", "--all"], tmp_path).stdout)
     assert {d["code"]: d["status"] for d in described}["CU002"] == "preview"
-    sarif = json.loads(run(["check", ".", "--format", "sarif", "--no-cache"], tmp_path).stdout)
+    sarif = json.loads(run(["check", ".", "--format", "sarif", "--no-cache"], tmp_path,
+                           preview=False).stdout)
     assert [r["ruleId"] for r in sarif["runs"][0]["results"]] == ["CU002"]
     enabled = {r["id"]: r["defaultConfiguration"]["enabled"] for r in sarif["runs"][0]["tool"]["driver"]["rules"]}
-    assert enabled["CU002"] is False and enabled["SL105"] is False and enabled["SL101"] is True
+    assert enabled["CU002"] is False and enabled["SL105"] is False and enabled["SL101"] is False
+    assert enabled["SL106"] is True
 
 
 def test_rule_examples_as_a_pytest_helper(tmp_path):

@@ -22,7 +22,7 @@ import pytest
 from conftest import REPO, write_tree
 from fault_support import (HARNESS, HAZARD, OK_FINDING, ROWS, UNUSED_NOQA, Row, alive,  # noqa: F401
                            children_of, clean_error, env, file_error, leftovers, row, rows_of,
-                           sl)
+                           sl, with_preview)
 
 
 # =============================================================================================
@@ -282,7 +282,8 @@ def stale_helper(tmp_path):
 @row("concurrent runs", "4 x shapelint check . at once, one cache", "the same report from each, no `.tmp` left")
 def concurrent_runs(tmp_path):
     write_tree(tmp_path, {"ok.py": HAZARD, "b.py": HAZARD})
-    procs = [subprocess.Popen([sys.executable, "-m", "shapelint.cli", "check", "."], cwd=str(tmp_path),
+    procs = [subprocess.Popen([sys.executable, "-m", "shapelint.cli", *with_preview(["check", "."])],
+                              cwd=str(tmp_path),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
              for _ in range(4)]
     outs = [p.communicate(timeout=120) for p in procs]

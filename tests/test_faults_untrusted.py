@@ -496,7 +496,7 @@ sys.exit(main(sys.argv[1:]))
 def jobs_capped(tmp_path):
     write_tree(tmp_path, {f"m{i:03}.py": HAZARD for i in range(120)})
     write_tree(tmp_path, {"wrapper.py": FD_WRAPPER, "shapelint.toml": 'exclude = ["wrapper.py"]\n'})
-    res = subprocess.run([sys.executable, "wrapper.py", "check", ".", "-j", "100", "--no-cache"],
+    res = subprocess.run([sys.executable, "wrapper.py", "check", "--preview", ".", "-j", "100", "--no-cache"],
                          cwd=str(tmp_path), capture_output=True, text=True, env=env(), timeout=600)
     assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr[-3000:]
     assert res.stdout.count(": SL101 ") == 120, res.stdout[-2000:]

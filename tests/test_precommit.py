@@ -55,7 +55,9 @@ def test_pre_commit_try_repo(tmp_path):
     repo = tmp_path / "work"
     repo.mkdir()
     _git(repo, "init", "-q")
-    write_tree(repo, {"model.py": HAZARD, "helpers.py": "def choose(x):\n    return 1\n"})
+    # SL101 is a preview rule: this project opts in, as a user who wants the candidates does
+    write_tree(repo, {"model.py": HAZARD, "helpers.py": "def choose(x):\n    return 1\n",
+                      "shapelint.toml": "preview = true\n"})
     _git(repo, "add", ".")
     _git(repo, "commit", "-qm", "base")
     env = dict(os.environ, PRE_COMMIT_HOME=str(tmp_path / "cache"), PIP_DISABLE_PIP_VERSION_CHECK="1")

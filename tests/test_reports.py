@@ -142,7 +142,7 @@ def test_html_renders_in_headless_chromium(tmp_path):
         pytest.skip("chromium is not installed and could not be installed (apt-get install chromium)")
     write_tree(tmp_path, {"m.py": "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
                                   "        if x.shape[0] > 8:\n            return x\n        return -x\n"})
-    subprocess.run([sys.executable, "-m", "shapelint.cli", "check", ".", "--format", "html", "-o",
+    subprocess.run([sys.executable, "-m", "shapelint.cli", "check", "--preview", ".", "--format", "html", "-o",
                     "report.html", "--no-cache"], cwd=str(tmp_path), check=False)
     profile = tmp_path / "profile"
     dom = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
@@ -171,7 +171,7 @@ def test_diff_keeps_only_changed_lines(tmp_path):
     (tmp_path / "old.py").write_text(HAZARD + "\nclass N(torch.nn.Module):\n    def forward(self, x):\n"
                                               "        return x.nonzero()\n")
     write_tree(tmp_path, {"new.py": HAZARD})
-    out = subprocess.run([sys.executable, "-m", "shapelint.cli", "check", ".", "--diff", "HEAD",
+    out = subprocess.run([sys.executable, "-m", "shapelint.cli", "check", "--preview", ".", "--diff", "HEAD",
                           "--format", "json", "--no-cache"], cwd=str(tmp_path), capture_output=True, text=True)
     got = sorted((f["path"], f["line"], f["rule"]) for f in json.loads(out.stdout)["findings"])
     assert got == [("new.py", 4, "SL101"), ("old.py", 10, "SL204")]
@@ -180,7 +180,7 @@ def test_diff_keeps_only_changed_lines(tmp_path):
 def test_baseline_survives_line_shifts(tmp_path):
     write_tree(tmp_path, {"m.py": HAZARD})
     run = lambda *a: subprocess.run([sys.executable, "-m", "shapelint.cli", "check", ".", "--no-cache",
-                                     "--format", "json", *a], cwd=str(tmp_path), capture_output=True, text=True)
+                                     "--preview", "--format", "json", *a], cwd=str(tmp_path), capture_output=True, text=True)
     first = run("--write-baseline", "base.json")
     # the findings are recorded, not reported: one line says where they went, exit 0
     assert first.returncode == 0 and first.stdout == "", first.stderr
@@ -199,7 +199,8 @@ def test_baseline_survives_line_shifts(tmp_path):
 def test_report_command_re_renders_a_saved_run(tmp_path):
     write_tree(tmp_path, {"m.py": HAZARD})
     cli = [sys.executable, "-m", "shapelint.cli"]
-    subprocess.run(cli + ["check", ".", "--format", "json", "-o", "r.json", "--no-cache"], cwd=str(tmp_path))
+    subprocess.run(cli + ["check", "--preview", ".", "--format", "json", "-o", "r.json", "--no-cache"],
+                   cwd=str(tmp_path))
     sarif = subprocess.run(cli + ["report", "r.json", "--format", "sarif"], cwd=str(tmp_path),
                            capture_output=True, text=True)
     assert sarif.returncode == 1
@@ -237,9 +238,9 @@ def test_a_saved_run_re_renders_exactly_what_the_live_run_printed(tmp_path, monk
                                   "        return x.nonzero()  # noqa: SL101\n"})
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("GITHUB_BASE_REF", raising=False)
-    assert main(["check", ".", "--no-cache", "--format", "json", "-o", "r.json"]) == 1
+    assert main(["check", ".", "--preview", "--no-cache", "--format", "json", "-o", "r.json"]) == 1
     capsys.readouterr()
-    live_code = main(["check", ".", "--no-cache", "--format", fmt])
+    live_code = main(["check", ".", "--preview", "--no-cache", "--format", fmt])
     live = capsys.readouterr().out
     again_code = main(["report", "r.json", "--format", fmt])
     again = capsys.readouterr().out

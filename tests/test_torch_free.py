@@ -40,7 +40,7 @@ def test_check_without_torch_never_imports_code(tmp_path):
     write_tree(tmp_path, {"proj/model.py": TRAP, "proj/helpers.py": HELPER,
                           "site/sitecustomize.py": BLOCKER})
     env = {"PYTHONPATH": str(tmp_path / "site"), "PATH": "/usr/bin:/bin"}
-    code = ("import sys, runpy; sys.argv=['shapelint','check','proj','--format','json','--no-cache'];"
+    code = ("import sys, runpy; sys.argv=['shapelint','check','--preview','proj','--format','json','--no-cache'];"
             "from shapelint.cli import main; rc = main();"
             "assert 'torch' not in sys.modules, 'torch was imported'; sys.exit(rc)")
     res = subprocess.run([sys.executable, "-c", code], cwd=str(tmp_path), capture_output=True,

@@ -113,7 +113,10 @@ def parameter_uses(fn: cst.FunctionDef) -> Dict[str, FrozenSet[str]]:
     if not names:
         return {}
     uses = _Uses(names)
-    fn.body.visit(uses)
+    try:
+        fn.body.visit(uses)
+    except RecursionError:  # a 600-term expression: no evidence, the names decide
+        return {}
     out: Dict[str, FrozenSet[str]] = {}
     for n, found in uses.found.items():
         if OPERAND in found:

@@ -541,7 +541,10 @@ for _n in ("LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d", "B
            "PReLU", "Softplus", "SELU", "CELU", "GLU", "MaxPool1d", "MaxPool2d", "MaxPool3d",
            "AvgPool1d", "AvgPool2d", "AvgPool3d", "Upsample", "PixelShuffle", "ZeroPad2d",
            "ConstantPad2d", "ReflectionPad2d", "ReplicationPad2d", "SyncBatchNorm",
-           "LocalResponseNorm", "Hardtanh", "Threshold", "QuickGELU"):
+           "LocalResponseNorm", "Hardtanh", "Threshold", "QuickGELU",
+           # torch's transformer blocks give back the shape of their src / tgt
+           "TransformerEncoder", "TransformerEncoderLayer", "TransformerDecoder",
+           "TransformerDecoderLayer"):
     MODULES[_n] = _same
 
 
