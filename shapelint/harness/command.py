@@ -177,7 +177,11 @@ class Progress:
             return
         with self.lock:
             if self._rich is None:
-                _say(f"  {spec.name}: {result.compiles} compiles in {result.seconds}s, {result.verdict}")
+                # --fail-on is judged once the events are joined with the static pass: say so
+                # rather than `ok` before a gate fails the target
+                verdict = result.verdict if result.failed or not spec.fail_on else \
+                    f"--fail-on {','.join(spec.fail_on)} is checked below"
+                _say(f"  {spec.name}: {result.compiles} compiles in {result.seconds}s, {verdict}")
 
     def close(self) -> None:
         if self._rich is not None:
