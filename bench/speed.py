@@ -60,7 +60,14 @@ def py_files(tree: str):
     return sorted(glob.glob(os.path.join(tree, "**", "*.py"), recursive=True))
 
 
+#: CPU seconds (user+sys) of the last time_ast / shapelint call; the machine is shared, so CPU
+#: time is the steadier measure: the cold check's own (its forked walkers included) against
+#: the floor's
+CPU = {"ast": 0.0, "shapelint": 0.0}
+
+
 def time_ast(files) -> float:
+    c0 = time.process_time()
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -70,6 +77,7 @@ def time_ast(files) -> float:
                     ast.parse(fh.read())
             except (SyntaxError, ValueError):
                 pass
+    CPU["ast"] = time.process_time() - c0
     return time.perf_counter() - t0
 
 
@@ -96,11 +104,15 @@ def shapelint(args, cwd, label: str = "") -> float:
     # e.g. torch/random.py, in front of the standard library)
     exe = os.path.join(os.path.dirname(sys.executable), "shapelint")
     t0 = time.perf_counter()
-    proc = subprocess.Popen([exe, *args, "--exit-zero", "-o", os.devnull], cwd=cwd,
+    # a regular file: `-o /dev/null` is refused (a device)
+    out = os.path.join(tempfile.gettempdir(), f"shapelint-speed-{os.getpid()}.out")
+    proc = subprocess.Popen([exe, *args, "--exit-zero", "-o", out], cwd=cwd,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     err = proc.stderr.read() if proc.stderr else ""
     _, status, usage = os.wait4(proc.pid, 0)  # the child's own peak memory (ru_maxrss, KB)
     wall = time.perf_counter() - t0
+    # wait4 reports the child's usage with that of the children it waited for (the walkers)
+    CPU["shapelint"] = usage.ru_utime + usage.ru_stime
     proc.returncode = os.waitstatus_to_exitcode(status)
     if label:
         PEAK_MB[label] = max(PEAK_MB.get(label, 0.0), usage.ru_maxrss / 1024)
@@ -132,14 +144,21 @@ def bench_tree(name: str, tree: str, skip_libcst: bool, repeat: int = 3) -> None
     # and the cold run right after it are slowed alike: the median of those pairs' ratios is
     # printed too
     floors, colds, warms = [], [], []
+    cpu_floors, cpu_colds, cpu_warms = [], [], []
     for _ in range(repeat):
         floors.append(time_ast(files))
+        cpu_floors.append(CPU["ast"])
         shutil.rmtree(cache, ignore_errors=True)
         colds.append(shapelint(["check", tree, *cfg], work, label="cold"))
+        cpu_colds.append(CPU["shapelint"])
         warms.append(shapelint(["check", tree, *cfg], work))
+        cpu_warms.append(CPU["shapelint"])
         print(f"  ast floor {floors[-1]:7.2f} s   shapelint cold {colds[-1]:7.2f} s   "
-              f"warm {warms[-1]:5.2f} s   pair ratio {colds[-1] / floors[-1]:.2f}", flush=True)
+              f"warm {warms[-1]:5.2f} s   pair ratio {colds[-1] / floors[-1]:.2f}   "
+              f"CPU: floor {cpu_floors[-1]:6.2f} s cold {cpu_colds[-1]:6.2f} s "
+              f"warm {cpu_warms[-1]:5.2f} s ratio {cpu_colds[-1] / cpu_floors[-1]:.2f}", flush=True)
     floor, cold, warm = min(floors), min(colds), min(warms)
+    cpu_floor, cpu_cold = min(cpu_floors), min(cpu_colds)
     pairs = sorted(c / f for c, f in zip(colds, floors))
     picks = [f for f in files if "def forward" in open(f, encoding="utf-8", errors="ignore").read()][:5]
     rel = [os.path.relpath(p, tree) for p in picks]
@@ -149,6 +168,9 @@ def bench_tree(name: str, tree: str, skip_libcst: bool, repeat: int = 3) -> None
     print(f"  RATIO {name} (best of {repeat}): cold/ast-floor = {cold / floor:.2f} "
           f"({cold:.2f} s / {floor:.2f} s; median of the pairs {pairs[len(pairs) // 2]:.2f}), "
           f"warm = {warm:.2f} s, pre-commit = {pre:.2f} s", flush=True)
+    print(f"  CPU RATIO {name} (best of {repeat}): cold/ast-floor = {cpu_cold / cpu_floor:.2f} "
+          f"({cpu_cold:.2f} CPU-s / {cpu_floor:.2f} CPU-s), warm = {min(cpu_warms):.2f} CPU-s",
+          flush=True)
     print(f"  PEAK MEMORY {name}: cold check {PEAK_MB['cold']:.0f} MB (the main process)", flush=True)
     PEAK_MB["cold"] = 0.0
     shutil.rmtree(work, ignore_errors=True)
