@@ -14,6 +14,8 @@ from typing import Dict, FrozenSet, Set
 
 import libcst as cst
 
+from shapelint.static.cstwalk import walk
+
 #: members of Tensor that lists, tuples, dicts, ints, strings, modules or config objects
 #: share: reading one says nothing of a tensor
 _SHARED = frozenset({"index", "count", "copy", "values", "keys", "items", "get", "pop", "append",
@@ -114,7 +116,7 @@ def parameter_uses(fn: cst.FunctionDef) -> Dict[str, FrozenSet[str]]:
         return {}
     uses = _Uses(names)
     try:
-        fn.body.visit(uses)
+        walk(fn.body, uses)
     except RecursionError:  # a 600-term expression: no evidence, the names decide
         return {}
     out: Dict[str, FrozenSet[str]] = {}

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple, cast
 import libcst as cst
 
 from shapelint import api
+from shapelint.static.cstwalk import walk
 from shapelint.values import NUMBERS, Kind, Tag, Value
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -234,5 +235,5 @@ def _names_in(node: Optional[cst.CSTNode]) -> List[cst.Name]:
             found.append(n)
 
     if node is not None:
-        node.visit(_Collect())
+        walk(node, _Collect())
     return found

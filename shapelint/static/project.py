@@ -12,7 +12,7 @@ import ast
 import os
 import re
 import warnings
-from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple, Union
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple, Union
 
 import libcst as cst
 
@@ -202,6 +202,7 @@ class ClassInfo:
         self.methods: Dict[str, FunctionInfo] = {}
         self._attrs: Optional[Dict[str, AttrInfo]] = None
         self._reads: Optional[Set[str]] = None
+        self._forward_writes: Optional[FrozenSet[str]] = None
 
     @property
     def qualname(self) -> str:
@@ -217,14 +218,16 @@ class ClassInfo:
         return self._attrs
 
     @property
-    def forward_writes(self) -> Set[str]:
-        """``self.<attr>`` names ``forward`` assigns."""
-        fwd = self.methods.get("forward")
-        if fwd is None:
-            return set()
-        return {t.attr for n in ast.walk(fwd.tree) if isinstance(n, (ast.Assign, ast.AugAssign))
+    def forward_writes(self) -> FrozenSet[str]:
+        """``self.<attr>`` names ``forward`` assigns (read once: the walk asks at every
+        flag it reads)."""
+        if self._forward_writes is None:
+            fwd = self.methods.get("forward")
+            self._forward_writes = frozenset() if fwd is None else frozenset(
+                t.attr for n in ast.walk(fwd.tree) if isinstance(n, (ast.Assign, ast.AugAssign))
                 for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
-                if isinstance(t, ast.Attribute) and _is_self(t.value)}
+                if isinstance(t, ast.Attribute) and _is_self(t.value))
+        return self._forward_writes
 
     @property
     def reads(self) -> Set[str]:
