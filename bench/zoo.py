@@ -974,6 +974,7 @@ def score_data(split: str, static_ref: Optional[str] = None) -> Dict[str, Any]:
     per_rule: Dict[str, Dict[str, Any]] = {}
     unjudged: List[Dict[str, Any]] = []
     falses: List[Dict[str, Any]] = []
+    falses_preview: List[Dict[str, Any]] = []  # the same for the preview rules
     flagged: Dict[Tuple[str, int], Set[str]] = {}  # statement lines a finding covers
     flagged_all: Dict[Tuple[str, int], Set[str]] = {}  # the same, preview rules' findings too
     n_true = n_false = 0
@@ -1017,8 +1018,7 @@ def score_data(split: str, static_ref: Optional[str] = None) -> Dict[str, Any]:
         else:
             row["false"] += 1
             n_false += default
-            if default:
-                falses.append(f)
+            (falses if default else falses_preview).append(f)
     for row in per_rule.values():
         j = row["true"] + row["false"]
         row["precision"] = round(row["true"] / j, 3) if j else None
@@ -1057,6 +1057,7 @@ def score_data(split: str, static_ref: Optional[str] = None) -> Dict[str, Any]:
     out["excluded"] = dict(sorted(excluded.items(), key=lambda kv: -kv[1]))
     out["rules"] = dict(sorted(per_rule.items()))
     out["_falses"] = falses
+    out["_falses_preview"] = falses_preview
     out["_unjudged"] = unjudged
     out["_missed"] = sorted(k for k in pool if k not in covered)
     out["_pool"] = pool
@@ -1093,6 +1094,10 @@ def print_score(d: Dict[str, Any], verbose: bool, only_rule: Optional[str]) -> N
         falses = [f for f in d["_falses"] if not only_rule or f["rule"] == only_rule]
         print(f"\n-- false findings ({len(falses)}): executed, never blamed --")
         for f in sorted(falses, key=lambda f: (f["path"], int(f["line"]))):
+            print(f"{f['path']}:{f['line']} {f['rule']} | {_source(f['path'], int(f['line']))[:140]}")
+        pf = [f for f in d["_falses_preview"] if not only_rule or f["rule"] == only_rule]
+        print(f"\n-- false findings of preview rules ({len(pf)}) --")
+        for f in sorted(pf, key=lambda f: (f["path"], int(f["line"]))):
             print(f"{f['path']}:{f['line']} {f['rule']} | {_source(f['path'], int(f['line']))[:140]}")
         un = [f for f in d["_unjudged"] if not only_rule or f["rule"] == only_rule]
         print(f"\n-- unjudged findings ({len(un)}) --")

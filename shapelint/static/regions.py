@@ -48,8 +48,11 @@ FLAG_NAME = re.compile(r"^(?:return|output|use|is|has|do|enable|disable|skip|app
 #: parameter names of token ids and masks: (batch, sequence)
 SEQUENCE_INPUT = re.compile(r"(?:^|_)(?:ids|mask|labels|tokens)$")
 #: names that say a size is a length, a time or a token count (``b, t, c = x.shape``,
-#: ``seq_len = x.shape[1]``): such a dim varies between calls, as the sequence of ids does
-LENGTH_NAME = re.compile(r"^(?:[tTLS]|seq|seqlen|seq_?len(?:gth)?|sequence_length|num_tokens|n_?tokens|"
+#: ``seq_len = x.shape[1]``): such a dim varies between calls, as the sequence of ids does.
+#: Not an image side (``H``, ``W``): on the zoo's tune half they added two true findings and
+#: four false ones (strict-size asserts of models that accept one resolution)
+LENGTH_NAME = re.compile(r"^(?:[tTLS]|seq|seqlen|seq_?len(?:gth)?|sequence_length|"
+                         r"num_tokens|n_?tokens|"
                          r"[qk]v?_len|kv_seq_len|q_seq_len|(?:src|tgt|key|query|kv|q|k)_(?:len|length|"
                          r"seq_len)|num_frames|n_?frames|seqlen_[qk]|[tT]_?[qk]|n_?ctx|time_steps|"
                          r"timesteps_len)$")
