@@ -1,4 +1,6 @@
-from shapelint.api import Call, Rule
+from typing import Optional, Set
+
+from shapelint.api import NOT_A_LITERAL, Call, ReportSink, Rule
 
 CONV_MODULES = {f"torch.nn.{k}" for k in ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
                                           "ConvTranspose2d", "ConvTranspose3d")}
@@ -12,7 +14,11 @@ class ConvBatchGuard(Rule):
     ## What it does
     Points at convolutions inside a compiled region. On CPU, torch's convolution picks its
     kernel by batch size and installs the guard `batch < 16` (measured on torch 2.13, CPU):
-    batches of 16 and more recompile once.
+    batches of 16 and more recompile once. Only a convolution with stride 1 and dilation 1
+    does: a strided or dilated one (a patchify stem, a downsampling conv) adds no guard, and
+    is not reported (nor one whose stride is an expression, `stride=patch_size`: usually a
+    patchify stem). The guard is added once, by the
+    first such convolution the compiled region runs; that one is reported.
 
     ## Why is this bad?
     It is a recompile no line of your code asks for, and it shows up in production only when
@@ -44,6 +50,20 @@ class M(torch.nn.Module):
         self.fc = torch.nn.Linear(8, 8)
     def forward(self, x):
         return self.fc(x)
+''', '''
+import torch
+import torch.nn.functional as F
+from torch import nn
+class Stem(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.patchify = nn.Conv2d(3, 16, 4, stride=4)   # strided: no batch guard
+        self.dilated = nn.Conv2d(16, 16, 3, padding=2, dilation=2)
+    def forward(self, x):
+        x = self.dilated(self.patchify(x))
+        return F.conv2d(x, torch.ones(4, 16, 3, 3), stride=(1, 2))
+def inputs(batch):
+    return (torch.randn(batch, 3, 32, 32),)
 ''']
     INVALID = ['''
 import torch
@@ -58,10 +78,45 @@ def inputs(batch):
     return (torch.randn(batch, 3, 8, 8),)
 ''']
 
+    def __init__(self, sink: ReportSink) -> None:
+        super().__init__(sink)
+        #: compiled entries whose walk already met a guarding convolution: torch adds
+        #: `batch < 16` once, at the first one (the zoo's records blame one line per model)
+        self._guarded: Set[str] = set()
+
     def on_call(self, site: Call) -> None:
         if site.module_class in CONV_MODULES or (site.callee or "") in CONV_FUNCS:
             x = site.args[0] if site.args else site.arg("input")
             if x is None or x.dims is None or x.dims.at(0).varies is not True:
                 return  # the guard matters only where the batch varies
+            if _strided_or_dilated(site) is not False:
+                return  # torch picks the kernel without the batch guard (measured), or may
+            if site.fn.root in self._guarded:
+                return  # the first convolution of the graph added the guard; the rest reuse it
+            self._guarded.add(site.fn.root)
             self.report(site, f"`{site.short_code()}` runs a convolution; on CPU torch guards on "
                               f"batch < 16, so the first batch of 16 or more recompiles")
+
+
+def _over_one(value: object) -> bool:
+    values = value if isinstance(value, (tuple, list)) else (value,)
+    return any(isinstance(v, int) and v > 1 for v in values)
+
+
+def _strided_or_dilated(site: Call) -> Optional[bool]:
+    """A stride or a dilation over 1 in some dim: measured on torch 2.13 (CPU, dynamic batch
+    2 then 16), Conv1d/2d/3d and ConvTranspose2d with stride 2, (1, 2) or dilation 2 add no
+    batch guard; with stride and dilation 1 they all do. Module calls read the literals
+    ``__init__`` built the module with; ``F.conv2d`` calls read the call's own. None: a stride
+    or dilation given as an expression (``stride=patch_size``), unknown here."""
+    if site.module_class:
+        given = [site.built_with("stride", 3), site.built_with("dilation", 5)]
+        if any(_over_one(v) for v in given):
+            return True
+        return None if NOT_A_LITERAL in given else False
+    for name, index in (("stride", 3), ("dilation", 5)):
+        v = site.arg(name, index)
+        if v is not None and _over_one(v.const if v.elems is None else
+                                       tuple(e.const for e in v.elems)):
+            return True
+    return False

@@ -22,6 +22,7 @@ from typing import (TYPE_CHECKING, Any, ClassVar, Dict, FrozenSet, Optional, Pro
 
 from shapelint.static import dynamo
 from shapelint.static.dynamo import Effect, size_function
+from shapelint.static.project import NOT_A_LITERAL
 from shapelint.values import (CONST_DIM, UNKNOWN, UNKNOWN_DIM, UNKNOWN_DIMS, Dim, DimInfo, Dims,
                               Kind, Origin, Tag, Value, join_dims, tracked)
 
@@ -34,7 +35,7 @@ __all__ = [
     "Format", "Subscript", "Slice", "StateWrite", "BinaryOp", "NameUse", "Rule", "ReportSink",
     "graph_break_reason", "breaks_graph", "breaks_once_dynamic", "module_build", "tensor_as_size",
     "untraceable_reason", "is_python_io", "scalar_read", "Effect", "size_function", "varying_size",
-    "EVIDENCE_KINDS", "LOGGER_METHODS", "DISABLE_DECORATORS",
+    "EVIDENCE_KINDS", "LOGGER_METHODS", "DISABLE_DECORATORS", "NOT_A_LITERAL",
 ]
 
 # The facts rules test with ``value.has(...)`` (kept as names for rules written against
@@ -178,6 +179,20 @@ class Call(Site):
         if index is not None and not self.bound and index < len(self.args):
             return self.args[index]
         return None
+
+    def built_with(self, name: str, index: Optional[int] = None) -> Any:
+        """For a call of a torch.nn module held in ``self.<attr>``: the literal its
+        ``__init__`` passed for ``name`` (or at position ``index``), e.g. the ``stride`` of
+        ``self.conv = nn.Conv2d(3, 16, 3, stride=2)``; None when not passed (or not known),
+        ``NOT_A_LITERAL`` when passed as an expression (``stride=patch_size``)."""
+        recv = self.receiver
+        init = recv.const if recv is not None and recv.kinds & {Kind.MODULE, Kind.MODULES} else None
+        if isinstance(init, tuple) and recv is not None and Kind.MODULES in recv.kinds:
+            init = dict(init).get(self.module_class)  # a Sequential: its item of this class
+        if not isinstance(init, tuple):
+            return None
+        found = dict(init)
+        return found.get(name, found.get(index) if index is not None else None)
 
     def arg_expr(self, name: str, index: Optional[int] = None) -> Optional["cst.BaseExpression"]:
         """The expression passed for parameter ``name`` (see :meth:`arg`)."""

@@ -916,10 +916,10 @@ class Walker:
             if self.a.project.method(self.cls, attr) is not None:  # type: ignore[arg-type]
                 return UNKNOWN
             return Value(tags=frozenset({Tag.STATE}), origin=self.origin(node), detail="unknown")
-        if info.kind == "module":
-            return Value(kinds=frozenset({Kind.MODULE}), detail=info.cls)
-        if info.kind == "module_list":
-            return Value(kinds=frozenset({Kind.MODULES}), detail=info.cls)
+        if info.kind == "module":  # const: its literal constructor arguments
+            return Value(kinds=frozenset({Kind.MODULE}), detail=info.cls, const=info.init or None)
+        if info.kind == "module_list":  # const: per class, its first item's arguments
+            return Value(kinds=frozenset({Kind.MODULES}), detail=info.cls, const=info.init or None)
         if info.kind == "tensor":  # a parameter or buffer: its dims are fixed
             return Value(kinds=_TENSOR, origin=self.origin(node), dims=_all_const())
         kinds = {"int": _INT, "float": frozenset({Kind.FLOAT}), "bool": _BOOL,

@@ -107,22 +107,44 @@ DEFAULT_LIMITS = Limits()
 class AttrInfo:
     """What ``__init__`` stored in ``self.<attr>``."""
 
-    __slots__ = ("kind", "cls", "from_param", "flag")
+    __slots__ = ("kind", "cls", "from_param", "flag", "init")
 
     def __init__(self, kind: str, cls: str = "", from_param: bool = False,
-                 flag: Optional[bool] = None) -> None:
+                 flag: Optional[bool] = None, init: Tuple[Tuple[object, object], ...] = ()) -> None:
         self.kind = kind  # module, module_list, container, tensor, int, float, bool, str, none, other
         self.cls = cls  # qualified class for a module; element class for a module list
         #: stored from an ``__init__`` parameter: each instance may hold its own value
         self.from_param = from_param
         #: a flag ``__init__`` sets to a literal (``self.use_tiling = False``)
         self.flag = flag
+        #: a torch.nn module's literal constructor arguments, ((0, 3), ("stride", 2), ...):
+        #: positions by index, keywords by name (what some of torch's guards depend on)
+        self.init = init
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, AttrInfo) and (self.kind, self.cls) == (other.kind, other.cls)
 
     def __repr__(self) -> str:
         return f"AttrInfo({self.kind!r}, {self.cls!r})"
+
+
+#: what :func:`_literal_arguments` records for an argument passed as an expression
+NOT_A_LITERAL = "<not a literal>"
+
+
+def _literal_arguments(call: ast.Call) -> Tuple[Tuple[object, object], ...]:
+    """The arguments of ``call``: literals (``3``, ``(2, 2)``, ``True``) as their values, any
+    other expression (``stride=patch_size``) as :data:`NOT_A_LITERAL`."""
+    out: List[Tuple[object, object]] = []
+    for key, node in [(i, a) for i, a in enumerate(call.args)] + \
+            [(k.arg, k.value) for k in call.keywords if k.arg]:
+        if isinstance(node, ast.Starred):
+            break  # the positions after it are unknown
+        try:
+            out.append((key, ast.literal_eval(node)))
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            out.append((key, NOT_A_LITERAL))
+    return tuple(out)
 
 
 class FunctionInfo:
@@ -576,16 +598,18 @@ def _classify(value: ast.expr, module: ModuleInfo, params: Dict[str, ast.arg],
             # the element classes, in order: "A|B|C" (a Sequential runs them one after another;
             # iterating a ModuleList of mixed blocks may give any of them)
             classes: List[str] = []
+            inits: List[Tuple[object, object]] = []  # (class, its first item's arguments)
             for item in _module_items(value.args):
                 if isinstance(item, ast.Call):
                     name = module.resolve(ast_dotted(item.func) or "")
                     if name and name not in classes:
                         classes.append(name)
-            return AttrInfo("module_list", "|".join(classes))
+                        inits.append((name, _literal_arguments(item)))
+            return AttrInfo("module_list", "|".join(classes), init=tuple(inits))
         if fname.startswith("torch.nn.") and fname.split(".")[-1][:1].isupper():
             if fname.endswith(("Parameter", "Buffer")):
                 return AttrInfo("tensor")
-            return AttrInfo("module", fname)
+            return AttrInfo("module", fname, init=_literal_arguments(value))
         if fname.startswith("torch."):  # what torch's signature says it returns
             from shapelint.static.torch_api import load
 
