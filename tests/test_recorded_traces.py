@@ -318,3 +318,66 @@ def test_the_blamed_frame_is_the_users_call_into_a_library():
     assert rec.pick([user, inner, callback]) == (callback, None)
     assert rec.pick([]) == (None, None)
 
+
+def test_a_range_guard_is_the_01_specialization_only_at_a_size_0_or_1():
+    """torch prints a failed range guard (`2 <= x.size()[0] <= 32`) merged from its own implicit
+    lower bound and the bounds guards added; when no logged guard of the entry is false, it is
+    the 0/1 specialization only if a size it names is 0 or 1 now: at 5 it is a range guard on
+    the line torch prints, not a size-1 claim."""
+    pytest.importorskip("torch")  # the guards are re-evaluated with torch's sympy functions
+    strings = Strings()
+    strings.strings[1] = "/proj/model.py"
+    size = {"value": 1}
+    rec = Recorder(strings, lambda src: size["value"] if src == "L['x'].size()[0]" else _missing(src),
+                   tdir="/nonexistent-torch")
+    rec.symbols[(0, 0)] = {"s0": "L['x'].size()[0]"}
+    rec.guards[(0, 0)] = [{"expr": "s0 <= 32", "user_stack": [{"filename": 1, "line": 5, "name": "forward"}]}]
+    text = "0/0: 2 <= x.size()[0] <= 32  # y = x[:32]  # proj/model.py:5 in forward"
+    (g,) = rec._blame(text)
+    assert g.detail == "size-one"
+    size["value"] = 5
+    (g,) = rec._blame(text)
+    assert g.detail == "shape-guard" and g.line == 5
+
+
+def _missing(src):
+    raise KeyError(src)
+
+
+def test_a_size_mismatch_of_a_dim_the_code_pinned_is_blamed_on_the_pin():
+    """timm_resnet_tolist: `logits + bias`, bias stacked from a list of 2, pins the resumed
+    frame's dynamic `logits` dim 0 to 2 (`Eq(s88, 2)` at line 26); at batch 3 torch reports
+    `tensor 'logits' size mismatch at index 0. expected 2`, which is that guard failing, not
+    automatic dynamic. With no false guard on the dim it stays torch's own step."""
+    pytest.importorskip("torch")  # the guards are re-evaluated with torch's sympy functions
+    strings = Strings()
+    strings.strings[1] = "/proj/model.py"
+    rec = Recorder(strings, lambda src: 3 if src == "L['logits'].size()[0]" else _missing(src),
+                   tdir="/nonexistent-torch")
+    rec.symbols[(1, 2)] = {"s88": "L['logits'].size()[0]", "s5": "L['x'].size()[0]"}
+    rec.guards[(1, 2)] = [
+        {"expr": "Eq(s88, 2)", "user_stack": [{"filename": 1, "line": 26, "name": "forward"}]},
+        {"expr": "s5 > 9", "user_stack": [{"filename": 1, "line": 30, "name": "forward"}]}]
+    (g,) = rec._blame("1/2: tensor 'logits' size mismatch at index 0. expected 2, actual 3")
+    assert (g.detail, g.line, g.input, g.dim) == ("shape-guard", 26, "logits", 0)
+    assert "pinned to 2" in g.note
+    (g,) = rec._blame("1/0: tensor 'logits' size mismatch at index 0. expected 1, actual 3")
+    assert g.detail == "input-dynamic" and g.line is None
+
+
+def test_a_pinned_dim_shared_by_duck_sizing_is_blamed_on_the_pin():
+    """roberta_chunk_pool: input_ids and attention_mask had the same length and shared one
+    symbol (duck sizing), which torch names by attention_mask; `range(0, h.shape[1], chunk)`
+    pinned it (`Eq(s53, 8)`, line 27), and torch reports `tensor 'input_ids' size mismatch at
+    index 1. expected 8, actual 13`: the pin on the symbol now 13 is the cause."""
+    pytest.importorskip("torch")  # the guards are re-evaluated with torch's sympy functions
+    strings = Strings()
+    strings.strings[1] = "/proj/model.py"
+    sizes = {"L['attention_mask'].size()[1]": 13, "L['input_ids'].size()[0]": 2}
+    rec = Recorder(strings, lambda src: sizes[src], tdir="/nonexistent-torch")
+    rec.symbols[(0, 2)] = {"s53": "L['attention_mask'].size()[1]", "s0": "L['input_ids'].size()[0]"}
+    rec.guards[(0, 2)] = [
+        {"expr": "Eq(s53, 8)", "user_stack": [{"filename": 1, "line": 27, "name": "forward"}]},
+        {"expr": "Eq(s0, 1)", "user_stack": [{"filename": 1, "line": 30, "name": "forward"}]}]
+    (g,) = rec._blame("0/2: tensor 'input_ids' size mismatch at index 1. expected 8, actual 13")
+    assert (g.detail, g.line, g.input, g.dim) == ("shape-guard", 27, "input_ids", 1)

@@ -12,7 +12,8 @@ break, compile error and fallback to eager (the algorithm of torch-signals.md §
 - a reason with a ``User stack trace:`` block: a value guard (int argument or attribute).
 - anything else: a symbolic-shape guard; re-evaluate the failed entry's ``guard_added_fast``
   expressions against the new inputs and blame each guard that is now false. If none is, an
-  implicit range guard failed: the size-1 (0/1) specialization.
+  implicit range guard failed: the size-1 (0/1) specialization when a size it names is 0 or 1
+  now, else a range guard at the line torch prints.
 - a guard, specialization or graph break torch adds inside an installed library's code
   (transformers' masking_utils.py under ``self.encoder(...)``) is placed at the user's call into
   the library, the innermost frame outside library code (``scope.is_library``), with the
@@ -56,6 +57,11 @@ INPUT_REASONS = ("size mismatch", "stride mismatch", "rank mismatch", "dtype mis
 STATE_ATTR = re.compile(r"(?:L\['self'\]|\bself)\.([A-Za-z_]\w*)\b(?!\s*\()")
 #: a symbol of torch's ShapeEnv (``s2``, ``s53``; ``u0`` for unbacked), named by its source
 SYMBOL = re.compile(r"\b[su]\d+\b")
+#: a local torch names by its dict (``L['logits']``)
+LOCAL_NAME = re.compile(r"\bL\['(\w+)'\]")
+#: a size or a stack value a range guard's text names (``x.size()[0]``, ``___stack0``)
+RANGE_SRC = re.compile(r"(L\['\w+'\][\w.]*\.size\(\)\[\d+\]|(?<![\w.\]'])[A-Za-z_][\w.]*\.size\(\)\[\d+\]"
+                       r"|(?<![\w'])___stack\d+)")
 LIMIT = re.compile(r"exceeding the (?P<kind>\w+) cache size limit \(currently set to (?P<n>\d+)\)")
 UNHANDLED_BREAK = "Failed to handle graph break gracefully"
 #: torch code that adds guards of its own inside a kernel (the user line only calls it)
@@ -676,6 +682,12 @@ class Recorder:
                 return [guard(detail=Blame.ATTRIBUTE, guard=summary, attribute=name,
                               note=note + "; no write of it ran in the replay")]
             index = mm.group("index")
+            if entry and index is not None and what == "size":
+                pinned = self._pinned(entry, name, int(index), mm.group("expected"), mm.group("actual"))
+                if pinned:
+                    for g in pinned:
+                        g.entry, g.text = base["entry"], base["text"]
+                    return pinned
             return [guard(detail=Blame.INPUT_DYNAMIC, input=name,
                           dim=int(index) if index is not None else None,
                           note=mode_note(name, what, index, mm.group("expected"),
@@ -718,12 +730,16 @@ class Recorder:
             for g in out:
                 g.entry, g.text = base["entry"], base["text"]
             return out
-        if out == [] and re.search(r"\b2 <= ", body):
+        # no logged guard is false: torch's implicit range guard (`2 <= s`), the 0/1
+        # specialization, but only where a size it names is 0 or 1 now (a merged upper bound
+        # torch did not log fails the same text at any size)
+        size_one = self._size_one(body) if re.search(r"\b2 <= ", body) else False
+        if out == [] and size_one is not False:
             return [guard(detail=Blame.SIZE_ONE,
                           note="a size-1 input after a dynamic compile (0/1 specialization): "
                                "torch never makes sizes 0 and 1 symbolic")]
         short = self.short_frame(body)
-        if short and "0/1 specialization" in body and "2 <= " in body.split("#")[0] \
+        if short and size_one is not False and "0/1 specialization" in body and "2 <= " in body.split("#")[0] \
                 and "<=" not in body.split("#")[0].split("2 <=", 1)[1]:
             return [guard(detail=Blame.SIZE_ONE, abspath=short[0], line=short[1],
                           note="0/1 specialization; the line is the first use of the size")]
@@ -732,8 +748,57 @@ class Recorder:
                       note="" if short else "torch's reason names no user line and the "
                                              "guard could not be re-evaluated")]
 
-    def _reevaluate(self, entry: Tuple[int, int]) -> Optional[List[Guard]]:
-        """Guards of the failed entry that are false for the current inputs; None if they
+    def _size_one(self, body: str) -> Optional[bool]:
+        """Whether a size a range guard's text names (``2 <= x.size()[0]``, ``2 <= ___stack0 <=
+        32``) is 0 or 1 for the frame being recompiled; None when none can be read."""
+        known = False
+        for m in RANGE_SRC.finditer(body.split("#", 1)[0]):
+            src = m.group(1) if m.group(1).startswith("L[") else \
+                re.sub(r"^(\w+)", lambda mm: f"L[{mm.group(1)!r}]", m.group(1))
+            try:
+                value = self.values(src)
+            except Exception:  # noqa: BLE001 - a source this frame cannot read
+                continue
+            known = True
+            if value in (0, 1):
+                return True
+        return False if known else None
+
+    def _pinned(self, entry: Tuple[int, int], name: str, dim: int,
+                expected: Optional[str], actual: Optional[str] = None) -> List[Guard]:
+        """``tensor 'x' size mismatch at index 0`` where the entry compiled that dim as a symbol
+        and the code pinned it (``logits + bias`` with a bias of a fixed length adds ``Eq(s88,
+        2)``): torch checks the pinned size as an input's, but the cause is the guard's line,
+        as it is when the guard is re-evaluated. Empty when no guard of the entry on that dim
+        is false now (automatic dynamic: the dim was compiled static)."""
+        base = name if name.startswith("L[") else f"L['{name}']"
+        source = f"{base}.size()[{dim}]"
+        found = self._reevaluate(entry, lambda expr, srcs, raw: source in srcs) or []
+        if not found and expected and actual and expected.isdigit() and actual.isdigit():
+            # duck sizing: the dim shared the symbol of another input's equal size (torch names
+            # the symbol by that one), pinned by `Eq(s, expected)` and now `actual`
+            def pin(expr: Any, srcs: Set[str], raw: Dict[Any, Any]) -> bool:
+                values = list(raw.values())
+                return type(expr).__name__ == "Equality" and len(values) == 1 and \
+                    values[0] == int(actual) and int(expected) in {_int(a) for a in expr.args}
+
+            found = self._reevaluate(entry, pin) or []
+        shown = name[3:-2] if name.startswith("L['") else name
+        out = [g for g in found if g.abspath]
+        for g in out:
+            g.input, g.dim = name, dim
+            pinned = f" to {expected}" if expected else ""
+            said = LOCAL_NAME.sub(r"\1", str(g.guard))
+            g.note = "; ".join(x for x in (
+                f"`{shown}` dim {dim} was pinned{pinned} by this line when the graph compiled "
+                f"(torch's guard `{said}`): each new size recompiles", g.note) if x)
+        return out
+
+    def _reevaluate(self, entry: Tuple[int, int],
+                    keep: Optional[Callable[[Any, Set[str], Dict[Any, Any]], bool]] = None
+                    ) -> Optional[List[Guard]]:
+        """Guards of the failed entry that are false for the current inputs (with ``keep``,
+        only those it keeps: ``keep(expr, its symbols' sources, their values)``); None if they
         cannot be evaluated (a resume frame, unbacked symbols)."""
         guards = self.guards.get(entry)
         symbols = self.symbols.get(entry, {})
@@ -762,6 +827,8 @@ class Recorder:
                     if src not in cache:
                         cache[src] = self.values(src)
                     raw[s] = cache[src]
+                if keep is not None and not keep(expr, {symbols[str(s)] for s in expr.free_symbols}, raw):
+                    continue
                 if any(isinstance(v, float) for v in raw.values()):
                     continue  # a float symbol (zf...): its guard prints a rounded constant
                 vals = {s: sympy.Integer(int(v)) for s, v in raw.items()}
@@ -796,6 +863,13 @@ class Recorder:
     # -- summary ----------------------------------------------------------------------------------
     def frame_list(self) -> List[Dict[str, Any]]:
         return [dict(f) for f in self.frames.values()]
+
+
+def _int(x: Any) -> Optional[int]:
+    try:
+        return int(x) if getattr(x, "is_Integer", False) else None
+    except (TypeError, ValueError):
+        return None
 
 
 def _same_guard(a: Guard, b: Guard) -> bool:
