@@ -120,6 +120,8 @@ class Attention(torch.nn.Module):
         if T > 32:  # error: SL101
             q = q * 2
         return q
+def inputs(batch):
+    return (torch.randn(batch, 8 * batch, 16),)  # T = 8, 16, ... crosses 32
 ''']
 
     def on_condition(self, site: Condition) -> None:

@@ -51,6 +51,8 @@ class Head(torch.nn.Module):
     def forward(self, hidden_states):
         # every layer's output, as a tuple: only iterated, never computed with
         return torch.stack([h[:, 0] for h in hidden_states])
+def inputs(batch):
+    return ((torch.randn(batch, 4, 8), torch.randn(batch, 4, 8)),)
 ''']
     INVALID = ['''
 import torch

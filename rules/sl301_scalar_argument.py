@@ -71,6 +71,8 @@ class GPT(torch.nn.Module):
     def forward(self, idx):
         b, t = idx.size()  # `idx` is used as a tensor: token ids, not an int
         return self.wte(idx)
+def inputs(batch):
+    return (torch.randint(0, 100, (batch, 8)),)
 ''']
     INVALID = ['''
 import torch
