@@ -1155,6 +1155,16 @@ def table(static_ref: Optional[str]) -> int:
     print("  |---|---|---|---|")
     for label, key in rows:
         print(f"  | {label} | " + " | ".join(cell(cols[s], key) for s in splits) + " |")
+    codes = sorted({c for s in splits for c, r in cols[s]["rules"].items()
+                    if r["true"] + r["false"]})
+    for code in codes:  # every rule judged per rule, preview ones too (how they earn their way back)
+        def rule_cell(d: Dict[str, Any]) -> str:
+            r = d["rules"].get(code)
+            judged = r["true"] + r["false"] if r else 0
+            return f"{r['true']} of {judged}" if judged else "-"
+        default = any(cols[s]["rules"].get(code, {}).get("default") for s in splits)
+        print(f"  | {code} ({'default' if default else 'preview'}) right | "
+              + " | ".join(rule_cell(cols[s]) for s in splits) + " |")
     a = cols["all"]
     print(f"\n  Not in the recall pool (all): " + ", ".join(f"{v} {k}" for k, v in a["excluded"].items())
           + ". Per rule (all): " + ", ".join(
