@@ -39,8 +39,9 @@ class ConvBatchGuard(Rule):
     summary = "A CPU convolution adds a framework guard on batch < 16"
     severity = "info"
     evidence = ("recompile",)
-    # issue 19's independent, torch-judged sample of library findings
-    measured_precision = 1.00  # 18 of 18
+    # held-out real code: 18 of 18 in issue 19's independent, torch-judged sample of library
+    # findings and 2 of 3 on the zoo's held-out half (bench/zoo.py score --split held-out)
+    measured_precision = 0.95  # 20 of 21
     hint = "warm up with a batch >= 16 as well, or accept one extra compile"
     VALID = ['''
 import torch
