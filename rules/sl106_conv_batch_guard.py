@@ -40,8 +40,8 @@ class ConvBatchGuard(Rule):
     severity = "info"
     evidence = ("recompile",)
     # held-out real code: 18 of 18 in issue 19's independent, torch-judged sample of library
-    # findings and 2 of 3 on the zoo's held-out half (bench/zoo.py score --split held-out)
-    measured_precision = 0.95  # 20 of 21
+    # findings and 2 of 4 on the zoo's held-out half (bench/zoo.py score --split held-out)
+    measured_precision = 0.91  # 20 of 22
     hint = "warm up with a batch >= 16 as well, or accept one extra compile"
     VALID = ['''
 import torch
