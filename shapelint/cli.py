@@ -540,10 +540,13 @@ def renamed(result: CheckResult, path: str, name: str) -> CheckResult:
     from shapelint.finding import relpath
 
     shown = relpath(os.path.abspath(path))
-    result.findings = [f.replace(location=dataclasses.replace(f.location, path=name))
-                       if f.path == shown else f for f in result.findings]
-    result.unused_suppressions = [f.replace(location=dataclasses.replace(f.location, path=name))
-                                  if f.path == shown else f for f in result.unused_suppressions]
+
+    def moved(findings):
+        return [f.replace(location=dataclasses.replace(f.location, path=name))
+                if f.path == shown else f for f in findings]
+
+    result.findings = moved(result.findings)
+    result.unused_suppressions = moved(result.unused_suppressions)
     result.errors = [dataclasses.replace(e, path=name) if e.path == shown else e
                      for e in result.errors]
     return result
