@@ -77,6 +77,27 @@ class M(nn.Module):
         return torch.relu(self.conv(x))  # error: SL106
 def inputs(batch):
     return (torch.randn(batch, 3, 8, 8),)
+''', '''
+import torch
+from torch import nn
+class _Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.conv = nn.Conv2d(c, c, 3, padding=1)
+    def forward(self, x):
+        return self.conv(x) + x  # the graph's second stride-1 conv: no guard of its own
+def _stack(c, n):
+    return nn.Sequential(*[_Block(c) for _ in range(n)])
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.blocks = _stack(8, 2)  # built by a helper: inside Net's graph
+    def forward(self, x):
+        x = self.stem(x)  # error: SL106
+        return self.blocks(x)
+def inputs(batch):
+    return (torch.randn(batch, 3, 8, 8),)
 ''']
 
     def __init__(self, sink: ReportSink) -> None:
@@ -90,11 +111,16 @@ def inputs(batch):
             x = site.args[0] if site.args else site.arg("input")
             if x is None or x.dims is None or x.dims.at(0).varies is not True:
                 return  # the guard matters only where the batch varies
-            if _strided_or_dilated(site) is not False:
-                return  # torch picks the kernel without the batch guard (measured), or may
             if site.fn.root in self._guarded:
                 return  # the first convolution of the graph added the guard; the rest reuse it
+            strided = _strided_or_dilated(site)
+            if strided is True:
+                return  # torch picks the kernel without the batch guard (measured)
+            # a convolution of unknown stride may be the one that adds the guard: later ones
+            # then add nothing, so none of this graph is reported
             self._guarded.add(site.fn.root)
+            if strided is None:
+                return
             self.report(site, f"`{site.short_code()}` runs a convolution; on CPU torch guards on "
                               f"batch < 16, so the first batch of 16 or more recompiles")
 
@@ -109,15 +135,20 @@ def _strided_or_dilated(site: Call) -> Optional[bool]:
     2 then 16), Conv1d/2d/3d and ConvTranspose2d with stride 2, (1, 2) or dilation 2 add no
     batch guard; with stride and dilation 1 they all do. Module calls read the literals
     ``__init__`` built the module with; ``F.conv2d`` calls read the call's own. None: a stride
-    or dilation given as an expression (``stride=patch_size``), unknown here."""
+    or dilation given as an expression (``stride=patch_size``, ``self.stride``), unknown here."""
     if site.module_class:
         given = [site.built_with("stride", 3), site.built_with("dilation", 5)]
         if any(_over_one(v) for v in given):
             return True
         return None if NOT_A_LITERAL in given else False
+    unknown = False
     for name, index in (("stride", 3), ("dilation", 5)):
         v = site.arg(name, index)
-        if v is not None and _over_one(v.const if v.elems is None else
-                                       tuple(e.const for e in v.elems)):
+        if v is None:
+            continue  # the default, 1
+        given = v.const if v.elems is None else tuple(e.const for e in v.elems)
+        if _over_one(given):
             return True
-    return False
+        values = given if isinstance(given, tuple) else (given,)
+        unknown = unknown or not all(isinstance(g, int) for g in values)
+    return None if unknown else False

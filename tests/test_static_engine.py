@@ -485,3 +485,36 @@ def test_a_comparison_of_two_known_constants_is_decided(tree):
     after the return never runs (BigBird's set_attention_type("original_full") chain)."""
     found = {(line, rule) for _, line, rule in tree({"m.py": CONST_COMPARE}, select=["ALL"])}
     assert not found, found
+
+
+def test_a_convolution_of_unknown_stride_ends_the_search_for_the_guarding_one(tree):
+    """torch adds CPU convolution's ``batch < 16`` guard at the graph's first stride-1
+    convolution; one whose stride is an expression may be it, so no later one is reported."""
+    found = tree({"m.py": """
+        import torch
+        import torch.nn.functional as F
+        from torch import nn
+
+        class Down(nn.Module):
+            def __init__(self, stride=2):
+                super().__init__()
+                self.down = nn.Conv2d(3, 8, 3, stride, 1)
+                self.conv = nn.Conv2d(8, 8, 3, padding=1)
+
+            def forward(self, x):
+                return self.conv(self.down(x))
+
+        class Std(nn.Conv2d):
+            def forward(self, x):
+                x = F.conv2d(x, self.weight, self.bias, self.stride, self.padding)
+                return F.conv2d(x, self.weight)
+
+        class Plain(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(3, 3, 3)
+
+            def forward(self, x):
+                return self.conv(x)
+        """}, select=["SL106"])
+    assert found == [("m.py", 25, "SL106")]

@@ -136,6 +136,7 @@ class Regions:
                 continue
             names: List[Tuple[str, bool]] = []
             _referenced(m.tree.body, False, names)
+            names.extend(self._through_helpers(names, cls.module))
             args = m.tree.args
             params_in_loops = {n for n, looped in names if looped}
             positional = list(args.posonlyargs) + list(args.args)
@@ -143,13 +144,46 @@ class Regions:
                 [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
             names.extend((ast_dotted(d) or "", a.arg in params_in_loops) for a, d in pairs)
             for name, looped in names:
-                if not name or not name[:1].isalpha() or not name.split(".")[-1][:1].isupper():
+                if not name or not name.lstrip("_")[:1].isalpha() or \
+                        not name.split(".")[-1].lstrip("_")[:1].isupper():  # `_InvertedResidual`
                     continue
                 found = self._class(name, cls.module)
                 if found is not None and self.project.is_nn_module(found):
                     seen = out.get(found.qualname)
                     out[found.qualname] = (found, looped or (seen is not None and seen[1]))
         return list(out.values())
+
+    def _through_helpers(self, names: List[Tuple[str, bool]], mod: ModuleInfo,
+                         depth: int = 3) -> List[Tuple[str, bool]]:
+        """Names that helpers called from ``__init__`` build or pass on: torchvision's
+        ``_stack(...)`` builds the blocks, timm's ``EfficientNetBuilder`` instance does in its
+        methods. A module built that way sits inside its caller's graph as surely as one
+        built in ``__init__`` itself (a call in a loop builds several)."""
+        out: List[Tuple[str, bool]] = []
+        seen: Set[int] = set()
+        todo = [(n, looped, mod, depth) for n, looped in names]
+        while todo:
+            name, looped, where, left = todo.pop()
+            if not name or not left:
+                continue
+            obj = where.functions.get(name) or self.project.lookup(where.resolve(name), where)
+            bodies: List[Tuple[ast.AST, ModuleInfo]] = []
+            if isinstance(obj, FunctionInfo) and obj.cls is None:
+                bodies.append((obj.tree, obj.module))
+            elif isinstance(obj, ClassInfo) and not self.project.is_nn_module(obj):
+                bodies.extend((m.tree, obj.module) for m in obj.methods.values())
+            for body, home in bodies:
+                if id(body) in seen:
+                    continue
+                seen.add(id(body))
+                found: List[Tuple[str, bool]] = []
+                _referenced(body.body, looped, found)  # type: ignore[attr-defined]
+                # a name resolved in the helper's own module, reported relative to ``mod``
+                for n, lp in found:
+                    qual = home.resolve(n) if n.lstrip("_")[:1].isalpha() else ""
+                    out.append((qual if "." in qual else n, lp))
+                    todo.append((n, lp, home, left - 1))
+        return out
 
     def is_repeated(self, cls_qualname: str) -> bool:
         """Whether some module class builds several instances of this one."""
