@@ -146,9 +146,9 @@ def _strided_or_dilated(site: Call) -> Optional[bool]:
         v = site.arg(name, index)
         if v is None:
             continue  # the default, 1
-        given = v.const if v.elems is None else tuple(e.const for e in v.elems)
-        if _over_one(given):
+        value = v.const if v.elems is None else tuple(e.const for e in v.elems)
+        if _over_one(value):
             return True
-        values = given if isinstance(given, tuple) else (given,)
+        values = value if isinstance(value, tuple) else (value,)
         unknown = unknown or not all(isinstance(g, int) for g in values)
     return None if unknown else False
