@@ -518,3 +518,26 @@ def test_a_convolution_of_unknown_stride_ends_the_search_for_the_guarding_one(tr
                 return self.conv(x)
         """}, select=["SL106"])
     assert found == [("m.py", 25, "SL106")]
+
+
+def test_a_slice_of_a_shape_picks_dims(tree):
+    """``h, w = x.shape[-2:]`` are the image's last two dims, not a slice of the batch dim
+    (timm's `scale_image` was flagged as branching on the batch)."""
+    found = tree({"m.py": """
+        import torch
+        from torch import nn
+
+        class M(nn.Module):
+            def forward(self, x, input_ids):
+                b = x.shape[:1][0]
+                if b > 4:
+                    x = x + 1
+                h, w = x.shape[-2:]
+                if h != 224 or w != 224:
+                    x = x * 3
+                (n,) = input_ids.shape[1:]
+                if n > 8:
+                    x = x * 2
+                return x
+        """}, select=["SL101"])
+    assert found == [("m.py", 7, "SL101"), ("m.py", 13, "SL101")]

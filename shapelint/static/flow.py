@@ -981,7 +981,9 @@ class Walker:
                     join_dims(*shapes.dims_of(container).all())
                 return results.size_value(self.origin(node), d, direct=True).with_(
                     carriers=container.carriers)
-            sub = shapes.index_dims(shapes.dims_of(container), parts)
+            kind, _, bounds = parts[0] if len(parts) == 1 else ("", None, ())
+            sub = shapes.shape_slice(shapes.dims_of(container), bounds) if kind == "slice" \
+                else None
             return Value(kinds=frozenset({Kind.SHAPE}), origin=self.origin(node), dims=sub,
                          carriers=container.carriers)
         if container.is_tensor:

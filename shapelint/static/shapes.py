@@ -764,3 +764,24 @@ def _sliced(d: DimInfo, bounds: Tuple[Optional[Value], ...]) -> DimInfo:
             return CONST_DIM  # x[:8]: at most 8
         return d  # x[1:], x[:-1], x[::2]: follows the dim
     return join_dims(d, *(size_dim(b) for b in parts))
+
+
+def shape_slice(x: Dims, bounds: Tuple[Optional[Value], ...]) -> Optional[Dims]:
+    """The sizes ``x.shape[lower:upper:step]`` holds: a slice of a shape picks dims, it does
+    not slice one (``h, w = x.shape[-2:]`` are the last two dims, ``x.shape[2:]`` the dims
+    from 2 on). None where a bound is not a constant int or the rank needed is unknown."""
+    lower, upper, step = (b.const if b is not None else None for b in bounds)
+    if any(b is not None and not isinstance(b, int) for b in (lower, upper, step)) or \
+            step not in (None, 1):
+        return None
+    if x.rank is not None:
+        return Dims.of(*x.front[lower:upper])
+    if upper is None and lower is not None and lower < 0 and -lower <= len(x.back):
+        return Dims.of(*x.back[lower:])  # x.shape[-2:]: the last two, whatever the rank
+    if upper is None and lower is not None and lower >= 0:
+        return Dims(x.front[lower:], x.back, None)
+    if lower in (None, 0) and upper is not None and 0 <= upper <= len(x.front):
+        return Dims.of(*x.front[:upper])
+    if lower in (None, 0) and upper is not None and upper < 0:
+        return Dims(x.front, x.back[:upper], None)
+    return None
