@@ -541,3 +541,29 @@ def test_a_slice_of_a_shape_picks_dims(tree):
                 return x
         """}, select=["SL101"])
     assert found == [("m.py", 7, "SL101"), ("m.py", 13, "SL101")]
+
+
+def test_isinstance_of_a_known_type_takes_one_side(tree):
+    """Dynamo answers ``isinstance`` from the traced variable's Python type, so a helper that
+    serves both tensors and ints (timm's ``get_same_padding``) runs its int side for a size:
+    no tensor reaches ``F.pad``. Given a tensor, the tensor side runs."""
+    helper = """
+        import math
+        import torch
+        import torch.nn.functional as F
+        from torch import nn
+
+        def same_pad(x, k: int, s: int):
+            if isinstance(x, torch.Tensor):
+                return torch.clamp(((x / s).ceil() - 1) * s + k - x, min=0)
+            return max((math.ceil(x / s) - 1) * s + k - x, 0)
+
+        class M(nn.Module):
+            def forward(self, x):
+                ih, iw = x.size()[-2:]
+                pad_w = same_pad(iw, 3, 2)
+                x = F.pad(x, (pad_w // 2, pad_w - pad_w // 2))
+                pad_t = same_pad(x.sum(), 3, 2)
+                return F.pad(x, (pad_t, 0))
+        """
+    assert tree({"m.py": helper}, select=["SL206"]) == [("m.py", 17, "SL206")]

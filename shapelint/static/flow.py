@@ -700,6 +700,20 @@ class Walker:
                                                 validates=validates))
         return v
 
+    def _isinstance_truth(self, test: cst.Call) -> Optional[bool]:
+        """``isinstance(n, torch.Tensor)`` of a value whose type is known: Dynamo answers it
+        from the variable's Python type while tracing, so only one side runs (timm's
+        ``get_same_padding`` takes its ``int`` path for a size; a SymInt is an ``int``)."""
+        if len(test.args) != 2 or not isinstance(test.args[0].value, cst.Name):
+            return None
+        kinds = _isinstance_kinds(test.args[1].value)
+        v = self.env.get(test.args[0].value.value)
+        if not kinds or v is None or not v.kinds or v.kinds - _DEFINITE_KINDS:
+            return None
+        if v.kinds <= kinds:
+            return True
+        return False if not v.kinds & kinds else None
+
     def truth(self, expr: cst.BaseExpression) -> Optional[bool]:
         """The truth of a test that is fixed while Dynamo traces (``is_compiling()``, a flag
         the caller passed as a literal, ``x is None`` for an ``x`` known not to be None)."""
@@ -717,6 +731,8 @@ class Walker:
             return False if left is False and right is False else None
         if isinstance(expr, cst.Call):
             name = _dotted(expr.func)
+            if name == "isinstance":
+                return self._isinstance_truth(expr)
             if name is not None:
                 fixed = dynamo.compile_time_constant(self.mod.resolve(name))
                 if fixed is not None:
@@ -1612,6 +1628,11 @@ def _const_truth(v: Optional[Value]) -> Optional[bool]:
 
 def _is_none(node: cst.CSTNode) -> bool:
     return isinstance(node, cst.Name) and node.value == "None"
+
+
+#: kinds whose isinstance answer is certain (a CONTAINER may be a list or a tuple, an OBJECT
+#: anything; TENSOR includes a Parameter)
+_DEFINITE_KINDS = frozenset({Kind.TENSOR, Kind.INT, Kind.FLOAT, Kind.BOOL, Kind.STR, Kind.NONE})
 
 
 def _isinstance_kinds(node: cst.BaseExpression) -> frozenset:
