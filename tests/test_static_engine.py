@@ -567,3 +567,38 @@ def test_isinstance_of_a_known_type_takes_one_side(tree):
                 return F.pad(x, (pad_t, 0))
         """
     assert tree({"m.py": helper}, select=["SL206"]) == [("m.py", 17, "SL206")]
+
+
+def test_a_helper_that_returns_is_compiling_decides_a_test(tree):
+    """transformers' ``is_tracing(t)`` returns ``is_torchdynamo_compiling() or ...`` (then
+    ``|=`` more): True while Dynamo traces, so ``not is_tracing(mask) and torch.all(mask ==
+    1)`` never evaluates the tensor: no SL201. A test not decided that way is still flagged."""
+    found = tree({"pkg/__init__.py": "", "pkg/utils.py": """
+        import torch
+
+        def is_torchdynamo_compiling():
+            try:
+                import torch
+                return torch.compiler.is_compiling()
+            except Exception:
+                return False
+
+        def is_tracing(tensor=None) -> bool:
+            _is_tracing = is_torchdynamo_compiling() or torch.jit.is_tracing()
+            if tensor is not None:
+                _is_tracing |= isinstance(tensor, torch.fx.Proxy)
+            return _is_tracing
+        """, "pkg/model.py": """
+        import torch
+        from torch import nn
+        from .utils import is_tracing
+
+        class M(nn.Module):
+            def forward(self, x, attention_mask):
+                if not is_tracing(attention_mask) and torch.all(attention_mask == 1):
+                    return x
+                if x.dtype == torch.float16 and torch.all(attention_mask == 0):
+                    return -x
+                return x * attention_mask
+        """}, select=["SL201"])
+    assert found == [("pkg/model.py", 9, "SL201")]

@@ -544,6 +544,8 @@ class Walker:
                 self.state_write(s.target, current.merge(right).derived(), "augassign", s)
             elif isinstance(s.target, cst.Name):
                 cur = self.env.get(s.target.value, UNKNOWN)
+                if _bool_kept(cur, s.operator):  # `tracing |= ...` once tracing is True
+                    return
                 self.env[s.target.value] = self.arith(cur, right, s.operator)
             else:
                 self.bind(s.target, right, s.value)
@@ -685,7 +687,9 @@ class Walker:
             self.data_test = left_data or self.data_test
             return left.merge(right)
         if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
-            return self.condition(expr.expression, context, validates)
+            v = self.condition(expr.expression, context, validates)
+            fixed = _const_truth(v)  # `not is_tracing(x)`: False while Dynamo traces
+            return v if fixed is None else Value(kinds=_BOOL, const=not fixed, origin=v.origin)
         if self.truth(expr) is not None:
             v = self.ev(expr)
             self.flag_test = self.data_test = False
@@ -1166,6 +1170,9 @@ class Walker:
     def ev_UnaryOperation(self, node: cst.UnaryOperation) -> Value:
         if isinstance(node.operator, cst.Not):
             v = self.condition(node.expression, "bool")
+            fixed = _const_truth(v)
+            if fixed is not None:  # `not is_tracing(x)`: False while Dynamo traces
+                return Value(kinds=_BOOL, const=not fixed, origin=v.origin)
             return v if v.is_tensor else Value(kinds=_BOOL, tags=v.tags & _KEPT, origin=v.origin,
                                                 dim=v.dim)
         v = self.ev(node.expression)
@@ -1180,8 +1187,11 @@ class Walker:
         if decided is None:
             decided = _const_truth(left)
         if decided is (isinstance(node.operator, cst.Or)):
-            return left
+            # short-circuit: Dynamo never traces the right side (`is_compiling() or ...`)
+            return left if _const_truth(left) is not None else Value(kinds=_BOOL, const=decided)
         right = self.ev(node.right)
+        if decided is not None and _const_truth(right) is not None:
+            return right  # `True and flag`, `False or flag`: the right side decides
         return left.merge(right)
 
     def ev_IfExp(self, node: cst.IfExp) -> Value:
@@ -1410,6 +1420,9 @@ class Walker:
                 return Value(kinds=_TENSOR, origin=self.origin(node))
             return Value(kinds=frozenset({Kind.OBJECT}), detail=callee.qualname or "")
         if target is not None:
+            fixed = dynamo.compile_time_constant(target.qualname)
+            if fixed is not None:  # a library's is_torchdynamo_compiling(): True while tracing
+                return Value(kinds=_BOOL, const=fixed)
             if _is_disabled(target):
                 return UNKNOWN
             if target.name in target.module.custom_ops:
@@ -1614,6 +1627,14 @@ def _is_flag_test(v: Value) -> bool:
         return False
     # a number argument of the entry (a step, a length) is data; a flag argument is a setting
     return not (Tag.SCALAR in v.tags and v.detail in ("int", "float"))
+
+
+def _bool_kept(cur: Value, op: cst.BaseAugOp) -> bool:
+    """``flag |= x`` of a flag known True, ``flag &= x`` of one known False: unchanged."""
+    if cur.kinds != _BOOL or not isinstance(cur.const, bool):
+        return False
+    return (isinstance(op, cst.BitOrAssign) and cur.const) or \
+        (isinstance(op, cst.BitAndAssign) and not cur.const)
 
 
 def _const_truth(v: Optional[Value]) -> Optional[bool]:
