@@ -319,6 +319,8 @@ def hf_recipe(model: Any) -> Recipe:
     channels = channels if _is_int(channels) else 3
     mels = _find(cfg, "num_mel_bins", "feature_size", "input_feat_per_channel", default=80)
     mels = mels if _is_int(mels) else 80
+    frames = _find(cfg, "num_frames", default=4)
+    frames = frames if _is_int(frames) and 0 < frames <= 32 else 4
 
     def make(batch: int, sizes: Dict[str, int], use: List[str]):
         kw: Dict[str, Any] = {}
@@ -333,9 +335,10 @@ def hf_recipe(model: Any) -> Recipe:
                 kw["decoder_input_ids"] = _ids(batch, max(2, n // 2 + 1), vocab)
         if "decoder" in use:
             kw["decoder_input_ids"] = _ids(batch, sizes["decoder"], vocab)
-        if "image" in use:
+        if "image" in use:  # (batch, channels, side, side); a video model's frames first
             s = sizes["image"]
-            kw["pixel_values"] = torch.randn(batch, channels, s, s)
+            kw["pixel_values"] = torch.randn(batch, frames, channels, s, s) if "video" in use \
+                else torch.randn(batch, channels, s, s)
         if "values" in use:  # raw audio: (batch, samples), or (batch, 1, samples) for codecs
             shape = (batch, 1, sizes["values"]) if "mono" in use else (batch, sizes["values"])
             kw["input_values"] = torch.randn(*shape)
@@ -349,6 +352,7 @@ def hf_recipe(model: Any) -> Recipe:
     # the other layout of audio inputs, tried after the usual one
     options += [o + ["mono"] for o in options if "values" in o]
     options += [o + ["frames-first"] for o in options if "features" in o]
+    options += [o + ["video"] for o in options if "image" in o]  # VideoMAE, ViViT, TimeSformer
     return Recipe(kinds, base, make, [o for o in options if o])
 
 
@@ -674,6 +678,9 @@ def build_tv(name: str):
 
 
 def tv_recipe(model: Any, key: str) -> Recipe:
+    fixed = getattr(model, "image_size", None)  # a ViT asserts its one published side
+    if _is_int(fixed):
+        return image_recipe(3, side=fixed, sides=[fixed])
     return image_recipe(3, side=64, sides=[96, 64, 48])
 
 
@@ -820,6 +827,26 @@ def recipe_digest(e: Entry, model: Any, use: List[str], levels: List[Dict[str, i
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+IMAGE_SCALES = (2, 4)
+
+
+def _first_option(model: Any, rec: "Recipe", errors: List[str]) -> Optional[List[str]]:
+    """The first of the recipe's input sets an eager forward accepts at the base sizes."""
+    import torch
+
+    for option in rec.options:
+        args, kw = rec.make(PROBE_BATCH, dict(rec.base), option)
+        try:
+            torch.manual_seed(0)
+            _forward(model, args, kw)
+            return option
+        except _Timeout:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            errors.append(f"{'+'.join(option)}: {_short(exc)}")
+    return None
+
+
 def probe(name: str, budget: int = 120) -> Dict[str, Any]:
     """Build the model and find the inputs and sizes an eager forward accepts: its plan."""
     import torch
@@ -842,19 +869,16 @@ def probe(name: str, budget: int = 120) -> Dict[str, Any]:
         rec = e._recipe
         assert rec is not None
         stage = "forward"
-        errors = []
-        use = None
-        for option in rec.options:
-            args, kw = rec.make(PROBE_BATCH, dict(rec.base), option)
-            try:
-                torch.manual_seed(0)
-                _forward(model, args, kw)
-                use = option
+        errors: List[str] = []
+        use = _first_option(model, rec, errors)
+        base, sides = rec.base.get("image"), rec.kinds.get("image")
+        for scale in IMAGE_SCALES if use is None and base and sides else ():
+            # a network that downsamples past a small image (MobileViT's unfold, Inception's
+            # 3x3 at 2x2): the same recipe at larger sides, the smallest that runs
+            rec.base["image"], rec.kinds["image"] = base * scale, [v * scale for v in sides]
+            use = _first_option(model, rec, errors)
+            if use is not None:
                 break
-            except _Timeout:
-                raise
-            except Exception as exc:  # noqa: BLE001
-                errors.append(f"{'+'.join(option)}: {_short(exc)}")
         if use is None:
             raise RuntimeError("no input set runs: " + " | ".join(errors)[:600])
         kept: Dict[str, List[int]] = {}
