@@ -317,7 +317,8 @@ def hf_recipe(model: Any) -> Recipe:
         base["features"] = 2 * src if _is_int(src) and src <= 64 else 32  # an encoder's exact length
     channels = _find(cfg, "num_channels", default=3)
     channels = channels if _is_int(channels) else 3
-    mels = _find(cfg, "num_mel_bins", "feature_size", "input_feat_per_channel", default=80)
+    mels = _find(cfg, "feature_projection_input_dim", "num_mel_bins", "feature_size",
+                 "input_feat_per_channel", default=80)  # (w2v-BERT projects its input first)
     mels = mels if _is_int(mels) else 80
     frames = _find(cfg, "num_frames", default=4)
     frames = frames if _is_int(frames) and 0 < frames <= 32 else 4
@@ -356,17 +357,22 @@ def hf_recipe(model: Any) -> Recipe:
     return Recipe(kinds, base, make, [o for o in options if o])
 
 
+VIDEO_FRAMES = 8
+
+
 def image_recipe(channels: int = 3, side: int = 32, sides: Optional[List[int]] = None,
                  positional: bool = True, name: str = "pixel_values") -> Recipe:
     import torch
 
     def make(batch: int, sizes: Dict[str, int], use: List[str]):
         s = sizes["image"]
-        x = torch.randn(batch, channels, s, s)
+        # a video network (torchvision's R3D, S3D, Swin3D): (batch, channels, frames, side, side)
+        x = torch.randn(batch, channels, VIDEO_FRAMES, s, s) if "video" in use \
+            else torch.randn(batch, channels, s, s)
         return ((x,), {}) if positional else ((), {name: x})
 
     return Recipe({"image": sides or _sizes(side, [2 * side, side + side // 2])}, {"image": side},
-                  make, [["image"]])
+                  make, [["image"], ["image", "video"]])
 
 
 # -- the entries ----------------------------------------------------------------------------------
