@@ -40,8 +40,6 @@ runs exactly as published. transformers and diffusers entries never see the shim
 
 from __future__ import annotations
 
-import functools
-import importlib.abc
 import importlib.util
 import os
 import sys
@@ -720,96 +718,15 @@ def autoencoder_kl():
                          up_block_types=("UpDecoderBlock2D", "UpDecoderBlock2D"))
 
 
-# -- the torchvision import shim for timm ---------------------------------------------------------
-def _frozen_batch_norm_2d():
-    """torchvision.ops.misc.FrozenBatchNorm2d as published in torchvision 0.29.1 (BSD-3-Clause,
-    (c) Soumith Chintala 2016), minus its API-usage logging."""
-    import torch
-    from torch import Tensor
-
-    class FrozenBatchNorm2d(torch.nn.Module):
-        def __init__(self, num_features: int, eps: float = 1e-5):
-            super().__init__()
-            self.eps = eps
-            self.register_buffer("weight", torch.ones(num_features))
-            self.register_buffer("bias", torch.zeros(num_features))
-            self.register_buffer("running_mean", torch.zeros(num_features))
-            self.register_buffer("running_var", torch.ones(num_features))
-
-        def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
-                                  unexpected_keys, error_msgs):
-            num_batches_tracked_key = prefix + "num_batches_tracked"
-            if num_batches_tracked_key in state_dict:
-                del state_dict[num_batches_tracked_key]
-            super()._load_from_state_dict(state_dict, prefix, local_metadata, strict,
-                                          missing_keys, unexpected_keys, error_msgs)
-
-        def forward(self, x: Tensor) -> Tensor:
-            w = self.weight.reshape(1, -1, 1, 1)
-            b = self.bias.reshape(1, -1, 1, 1)
-            rv = self.running_var.reshape(1, -1, 1, 1)
-            rm = self.running_mean.reshape(1, -1, 1, 1)
-            scale = w * (rv + self.eps).rsqrt()
-            bias = b - rm * scale
-            return x * scale + bias
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__name__}({self.weight.shape[0]}, eps={self.eps})"
-
-    return FrozenBatchNorm2d
-
-
-class _MissingMeta(type):
-    """Placeholder classes: any attribute is another placeholder (``InterpolationMode.BICUBIC``),
-    subclassing works (``class MaybeToTensor(transforms.ToTensor)``), instantiating raises."""
-
-    def __getattr__(cls, name: str):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return _missing(f"{cls.__qualname__}.{name}")
-
-
-_MISSING: Dict[str, type] = {}
-
-
-def _missing(qualname: str) -> type:
-    if qualname not in _MISSING:
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            raise RuntimeError(f"{qualname} is a placeholder of the zoo's torchvision import shim "
-                               f"(bench/zoo_models.py): torchvision does not import beside torch "
-                               f"2.13, and the zoo runs no data pipeline")
-
-        _MISSING[qualname] = _MissingMeta(qualname.rsplit(".", 1)[-1], (),
-                                          {"__init__": __init__, "__qualname__": qualname,
-                                           "__module__": qualname.rsplit(".", 1)[0]})
-    return _MISSING[qualname]
-
-
-def _module_getattr(module: str, attr: str):
-    if attr.startswith("__"):  # __file__, __spec__ lookups (inspect walks sys.modules)
-        raise AttributeError(f"module {module!r} has no attribute {attr!r}")
-    return _missing(f"{module}.{attr}")
-
-
-class _TorchvisionShim(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None):
-        if fullname == "torchvision" or fullname.startswith("torchvision."):
-            return importlib.util.spec_from_loader(fullname, self, is_package=True)
-        return None
-
-    def create_module(self, spec):  # default module creation
-        return None
-
-    def exec_module(self, module) -> None:
-        name = module.__name__
-        module.__path__ = []
-        module.__getattr__ = functools.partial(_module_getattr, name)  # PEP 562
-        if name == "torchvision":
-            module.__version__ = "0.0.0+zoo-shim"
-        if name == "torchvision.ops.misc":
-            module.FrozenBatchNorm2d = _frozen_batch_norm_2d()
-
-
+# -- the torchvision import shim for timm: one home, bench/zoo_build.py -------------------------
 def install_torchvision_shim() -> None:
-    if not any(isinstance(f, _TorchvisionShim) for f in sys.meta_path):
-        sys.meta_path.insert(0, _TorchvisionShim())
+    """Serve timm's imports of torchvision (``FrozenBatchNorm2d``, constants) without
+    torchvision, which does not import beside this torch: ``zoo_build``'s shim, loaded once."""
+    build = sys.modules.get("zoo_build")
+    if build is None:
+        spec = importlib.util.spec_from_file_location("zoo_build", os.path.join(HERE, "zoo_build.py"))
+        assert spec is not None and spec.loader is not None
+        build = importlib.util.module_from_spec(spec)
+        sys.modules["zoo_build"] = build
+        spec.loader.exec_module(build)
+    build.install_torchvision_shim()
