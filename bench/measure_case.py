@@ -116,18 +116,23 @@ def _case_frames(stack, strings, case_dir):
     return out
 
 
-def worker(case_dir, mode, out_path, experiment=None):
+
+#: the compilation_metrics fields kept
+METRIC_KEYS = ("compile_id", "co_name", "co_filename", "co_firstlineno", "fail_type", "fail_reason",
+               "fail_user_frame_filename", "fail_user_frame_lineno", "guard_count")
+
+
+def listen(events, strings, state, metric_keys=METRIC_KEYS, keep=None, quiet_shape_log=True):
+    """Collect torch's structured trace into ``events`` (and its interned file names into
+    ``strings``), each event stamped with ``state["call"]``; a ``recompile_reasons`` artifact
+    also gets ``state["locals"]`` when the caller keeps them there. The shape env's INFO line
+    gives each ``guard_added_fast`` its prefix (``eval``, ``eval [guard suppressed]``,
+    ``runtime_assert``). Shared by this script and tests/user_models/measure.py."""
     import logging
 
-    import torch
-    import torch._dynamo
     import torch._logging._internal as internal
-    from torch._logging.structured import INTERN_TABLE
 
-    os.environ.pop("TORCH_COMPILE_JOB_ID", None)
-    case_dir = os.path.abspath(case_dir)
-    events, strings = [], {}
-    state = {"call": -1}
+    keep = KEEP if keep is None else keep
 
     class Collector(logging.Handler):
         def emit(self, record):
@@ -140,30 +145,25 @@ def worker(case_dir, mode, out_path, experiment=None):
                     strings[int(idx)] = path
                     return
                 kind = next((k for k in md if k not in CONTEXT), "?")
-                if kind not in KEEP:
+                if kind not in keep:
                     return
                 body = md.get(kind)
                 if kind == "artifact" and (body or {}).get("name") not in KEEP_ARTIFACTS:
                     return
                 payload = getattr(record, "payload", None) if kind == "artifact" else None
                 if kind == "compilation_metrics":
-                    body = {k: body.get(k) for k in ("compile_id", "co_name", "co_filename",
-                                                     "co_firstlineno", "fail_type", "fail_reason",
-                                                     "fail_user_frame_filename",
-                                                     "fail_user_frame_lineno", "guard_count")}
-                if kind == "guard_added_fast":
-                    body = dict(body)
-                events.append({"kind": kind, "md": body, "payload": payload,
-                               "frame_id": md.get("frame_id"),
-                               "frame_compile_id": md.get("frame_compile_id"),
-                               "call": state["call"]})
+                    body = {k: body.get(k) for k in metric_keys}
+                ev = {"kind": kind, "md": dict(body) if isinstance(body, dict) else body,
+                      "payload": payload, "frame_id": md.get("frame_id"),
+                      "frame_compile_id": md.get("frame_compile_id"), "call": state["call"]}
+                if kind == "artifact" and body.get("name") == "recompile_reasons" \
+                        and "locals" in state:
+                    ev["locals"] = state["locals"]
+                events.append(ev)
             except Exception:  # noqa: BLE001 - never break compilation
                 pass
 
     class GuardPrefix(logging.Handler):
-        """guard_added_fast carries no prefix; the shape env's INFO line right after it does
-        (``eval``, ``eval [guard suppressed]``, ``runtime_assert``...)."""
-
         def emit(self, record):
             try:
                 args = record.args if isinstance(record.args, tuple) else ()
@@ -178,13 +178,29 @@ def worker(case_dir, mode, out_path, experiment=None):
             except Exception:  # noqa: BLE001
                 pass
 
-    handler = Collector(logging.DEBUG)
-    internal.trace_log.addHandler(handler)
-    internal.trace_log.setLevel(logging.DEBUG)
     shape_log = logging.getLogger("torch.fx.experimental.symbolic_shapes")
     shape_log.addHandler(GuardPrefix(logging.INFO))
-    shape_log.setLevel(logging.INFO)
-    shape_log.propagate = False
+    if quiet_shape_log:
+        shape_log.setLevel(logging.INFO)
+        shape_log.propagate = False
+    elif shape_log.getEffectiveLevel() > logging.INFO:
+        shape_log.setLevel(logging.INFO)
+    internal.trace_log.addHandler(Collector(logging.DEBUG))
+    internal.trace_log.setLevel(logging.DEBUG)
+
+
+def worker(case_dir, mode, out_path, experiment=None):
+
+    import torch
+    import torch._dynamo
+    from torch._logging.structured import INTERN_TABLE
+
+    os.environ.pop("TORCH_COMPILE_JOB_ID", None)
+    case_dir = os.path.abspath(case_dir)
+    events, strings = [], {}
+    state = {"call": -1}
+
+    listen(events, strings, state)
     torch._dynamo.reset()
     torch._dynamo.utils.counters.clear()
 

@@ -64,11 +64,10 @@ else:  # pragma: no cover
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 MODES = {"auto": None, "true": True, "false": False}
-CONTEXT = {"rank", "compiled_autograd_id", "frame_id", "frame_compile_id", "attempt", "severity",
-           "timestamp", "pathname", "thread", "subgraph_name", "has_payload", "stack"}
 KEEP = {"compilation_metrics", "guard_added_fast", "create_symbol", "symbolic_shape_specialization",
         "artifact", "create_unbacked_symbol"}
-KEEP_ARTIFACTS = {"recompile_reasons", "dynamo_graph_break_reason", "dynamo_error"}
+#: the compilation_metrics fields kept
+METRIC_KEYS = ("compile_id", "co_name", "co_filename", "co_firstlineno", "fail_type", "fail_reason")
 INPUT_REASONS = ("size mismatch", "stride mismatch", "rank mismatch", "dtype mismatch",
                  "device mismatch", "requires_grad mismatch", "dispatch key set mismatch",
                  "_has_dynamo_dim_marking", "BACKEND_MATCH", "duck sizing")
@@ -114,12 +113,9 @@ def _load_measure_case():
 
 
 def worker(name, mode, out_path):
-    import logging
-
     import torch
     import torch._dynamo
     import torch._dynamo.convert_frame as convert_frame
-    import torch._logging._internal as internal
     from torch._logging.structured import INTERN_TABLE
 
     mc = _load_measure_case()
@@ -129,60 +125,8 @@ def worker(name, mode, out_path):
     events, strings = [], {}
     state = {"call": -1, "locals": None}
 
-    class Collector(logging.Handler):
-        def emit(self, record):
-            try:
-                md = getattr(record, "metadata", None)
-                if not isinstance(md, dict):
-                    return
-                if "str" in md:
-                    path, idx = md["str"]
-                    strings[int(idx)] = path
-                    return
-                kind = next((k for k in md if k not in CONTEXT), "?")
-                if kind not in KEEP:
-                    return
-                body = md.get(kind)
-                if kind == "artifact" and (body or {}).get("name") not in KEEP_ARTIFACTS:
-                    return
-                payload = getattr(record, "payload", None) if kind == "artifact" else None
-                if kind == "compilation_metrics":
-                    body = {k: body.get(k) for k in ("compile_id", "co_name", "co_filename",
-                                                     "co_firstlineno", "fail_type", "fail_reason")}
-                ev = {"kind": kind, "md": dict(body) if isinstance(body, dict) else body,
-                      "payload": payload, "frame_id": md.get("frame_id"),
-                      "frame_compile_id": md.get("frame_compile_id"), "call": state["call"]}
-                if kind == "artifact" and body.get("name") == "recompile_reasons":
-                    ev["locals"] = state["locals"]
-                events.append(ev)
-            except Exception:  # noqa: BLE001 - never break compilation
-                pass
-
-    class GuardPrefix(logging.Handler):
-        """guard_added_fast has no prefix; the shape env's INFO line right after it does
-        (``eval``, ``eval [guard suppressed]``: a guard logged but never installed)."""
-
-        def emit(self, record):
-            try:
-                args = record.args if isinstance(record.args, tuple) else ()
-                if "[guard added]" not in str(record.msg) or len(args) < 2:
-                    return
-                prefix, expr = str(args[0]), str(args[1])
-                for ev in reversed(events[-50:]):
-                    if ev["kind"] == "guard_added_fast" and "prefix" not in ev["md"] \
-                            and str(ev["md"].get("expr")) == expr:
-                        ev["md"]["prefix"] = prefix
-                        break
-            except Exception:  # noqa: BLE001
-                pass
-
-    handler = Collector(logging.DEBUG)
-    shape_log = logging.getLogger("torch.fx.experimental.symbolic_shapes")
-    shape_log.addHandler(GuardPrefix(logging.INFO))
-    if shape_log.getEffectiveLevel() > logging.INFO:
-        shape_log.setLevel(logging.INFO)
-    internal.trace_log.addHandler(handler)
-    internal.trace_log.setLevel(logging.DEBUG)
+    mc.listen(events, strings, state, metric_keys=METRIC_KEYS, keep=KEEP,
+              quiet_shape_log=False)
 
     original = convert_frame.get_and_maybe_log_recompilation_reasons
 
