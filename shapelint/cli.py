@@ -257,7 +257,9 @@ def load_rules(settings: Settings):
 
 
 def resolve_settings(args: argparse.Namespace, paths: Sequence[str]):
-    """Config file + CLI flags -> (settings, rule classes, enabled codes)."""
+    """Config file + CLI flags -> (settings, rule classes, enabled codes, confirmable codes:
+    the enabled ones with the preview rules, which `run` checks and keeps where torch
+    confirms them)."""
     first = paths[0] if paths else "."
     for target in (getattr(args, "output", None), getattr(args, "write_baseline", None)):
         if target:
@@ -284,9 +286,7 @@ def resolve_settings(args: argparse.Namespace, paths: Sequence[str]):
     choice = (cli_select or list(settings.select), list(settings.extend_select) + cli_extend,
               list(settings.ignore) + cli_ignore)
     enabled = enabled_codes(rules, *choice, preview=settings.preview)
-    # `run` checks with the preview rules too and keeps their findings torch confirms
-    args.confirmable = enabled_codes(rules, *choice, preview=True)
-    return settings, rules, enabled
+    return settings, rules, enabled, enabled_codes(rules, *choice, preview=True)
 
 
 def project_root(paths: Sequence[str], settings: Settings) -> Optional[str]:
@@ -319,7 +319,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                           "pass `-` as the path")
     if stdin:
         paths = [args.stdin_filename or STDIN_NAME]
-    settings, rules, enabled = resolve_settings(args, paths)
+    settings, rules, enabled, _ = resolve_settings(args, paths)
     if args.show_settings:
         return show_settings(args, settings, enabled, paths)
     if stdin:
@@ -419,7 +419,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from shapelint.harness.gate import Gate, gate_problems
     from shapelint.harness.remedy import code_changes
 
-    settings, rules, enabled = resolve_settings(args, ["."])
+    settings, rules, enabled, confirmable = resolve_settings(args, ["."])
     if args.show_settings:
         return show_settings(args, settings, enabled, ["."])
     specs = harness.build_targets(args, settings)
@@ -431,10 +431,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     result = CheckResult()
     # a preview rule (measured under 0.9 on held-out code) is checked too: torch judges each
     # of its findings, and only the confirmed ones are reported
-    on_trial = set(args.confirmable) - set(enabled)
+    on_trial = set(confirmable) - set(enabled)
     if not args.no_static and interrupted is None:
         try:
-            result = _static_for_run(args, settings, rules, list(args.confirmable), specs,
+            result = _static_for_run(args, settings, rules, list(confirmable), specs,
                                      results)
         except KeyboardInterrupt:
             interrupted = harness.RunInterrupted(results, len(specs))
