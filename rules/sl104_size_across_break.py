@@ -77,6 +77,14 @@ class M(torch.nn.Module):
         return self.table[:n]  # error: SL104
     def forward(self, x):
         return x * self.rows(x.shape[0])[:, None]
+''', '''
+import torch
+class M(torch.nn.Module):
+    def forward(self, x):
+        n = x.shape[0]
+        x = x.clone()
+        x[x > 0] *= 2  # reads x[mask] first: a break
+        return x * n  # error: SL104
 ''']
 
     def on_name_use(self, site: NameUse) -> None:

@@ -602,3 +602,27 @@ def test_a_helper_that_returns_is_compiling_decides_a_test(tree):
                 return x * attention_mask
         """}, select=["SL201"])
     assert found == [("pkg/model.py", 9, "SL201")]
+
+
+def test_an_int_beside_its_tensor_is_free_only_when_torch_checks_the_tensor_first(tree):
+    """After a break the resumed frame takes ``x`` and the int; torch checks its guards in
+    ``Guard.sort_key`` order (name length, then name). With ``z`` the tensor's size guard fails
+    first and the recompile makes both dynamic: no line; with ``n`` torch names ``n == 2``
+    (measured, torch 2.13)."""
+    found = tree({"m.py": """
+        import torch
+        from torch import nn
+
+        class Z(nn.Module):
+            def forward(self, x):
+                z = x.shape[0]
+                y = x[x > 0]
+                return x * z + y.sum()
+
+        class N(nn.Module):
+            def forward(self, x):
+                n = x.shape[0]
+                y = x[x > 0]
+                return x * n + y.sum()
+        """}, select=["SL104"])
+    assert found == [("m.py", 14, "SL104")]

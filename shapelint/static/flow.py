@@ -538,6 +538,10 @@ class Walker:
             if s.value is not None:
                 self.bind(s.target, self.ev(s.value), s.value)
         elif isinstance(s, cst.AugAssign):
+            if isinstance(s.target, cst.Subscript):
+                # `x[m] *= w` reads x[m] before it writes: with a boolean mask that read is a
+                # nonzero and breaks the graph (measured, torch 2.13), where `x[m] = w` does not
+                self.ev(s.target)
             right = self.ev(s.value)
             if _is_self_attr(s.target):
                 current = self.ev(s.target)

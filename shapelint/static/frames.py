@@ -148,7 +148,7 @@ class Frames:
         fails first: a recompile torch makes itself (automatic dynamic shapes), in which the int
         turns dynamic as well, so the int costs nothing more (longformer 828 and 1352, cases
         r13 and r23: never blamed). An int read first is named by torch (examples/decoder.py
-        line 44, longformer 538)."""
+        line 44, longformer 538), and so is one whose guard torch checks first."""
         carriers = self.carriers.pop(name, None)
         if not carriers:
             return False
@@ -157,7 +157,11 @@ class Frames:
             self._names = [(n.value, ctx.line(n)) for n in _names_in(ctx.info.node)]
         start, end = ctx.line(brk), ctx.line(read)
         seen = {n for n, ln in self._names if start < ln <= end}
-        return all(names & seen for names in carriers)
+        # torch checks a frame's guards in Guard.sort_key order (torch/_guards.py: the source
+        # name's length, then the name): the tensor's size guard fails first only if its
+        # name sorts first (`x` before `z`; `n` before `x`, and `n == 2` is blamed: measured)
+        first = (len(name), name)
+        return all(any((len(t), t) < first for t in names & seen) for names in carriers)
 
     # -- names bound and read -----------------------------------------------------------------
     def bound(self, name: str, v: Value) -> None:
