@@ -71,7 +71,9 @@ class Settings:
         parts = [self.select, self.ignore, self.extend_select, sorted(self.per_file_ignores.items()),
                  self.entry_points, self.module_forward, self.scalar_arg_names, self.rule_paths,
                  sorted(self.dynamic_dims.items()), self.preview, self.max_function_kib,
-                 self.max_walk_seconds]
+                 self.max_walk_seconds,
+                 [(t.get("model"), t.get("inputs"), t.get("batch-sizes"), t.get("seq-lens"))
+                  for t in self.targets]]  # what the static pass reads of the targets
         return repr(parts)
 
 

@@ -32,6 +32,7 @@ from shapelint.config import Settings
 from shapelint.static import dynamo
 from shapelint.static.evidence import SEQUENCE, TENSOR, parameter_uses
 from shapelint.static.project import ClassInfo, FunctionInfo, ModuleInfo, Project, ast_dotted
+from shapelint.static.target_inputs import TargetDims
 from shapelint.static.types import param_kinds
 from shapelint.values import (NUMBERS, UNKNOWN, UNKNOWN_DIM, Dim, DimInfo, Dims, Kind, Origin, Tag,
                               Value)
@@ -78,6 +79,7 @@ class Regions:
         self.settings = settings
         self.containment: nx.DiGraph = nx.DiGraph()
         self._marks: Optional[Dict[str, Dict[int, Dim]]] = None
+        self._targets: Optional[TargetDims] = None
 
     # -- entries ----------------------------------------------------------------------------------
     def entries(self) -> List[FunctionInfo]:
@@ -215,6 +217,19 @@ class Regions:
                     _read_marks(text, self._marks)
         return self._marks
 
+    @property
+    def targets(self) -> TargetDims:
+        """What the configured ``[[targets]]``' inputs say varies (read once, on first need)."""
+        if self._targets is None:
+            self._targets = TargetDims(self.settings.targets, self.settings.base_dir)
+        return self._targets
+
+    @property
+    def exact_dims(self) -> bool:
+        """Whether the config says which dims vary (``dynamic-dims``, or targets whose inputs
+        the static pass could read): then no dim is guessed from a name."""
+        return bool(self.settings.dynamic_dims) or bool(self.targets.dims)
+
     def arg_dims(self, name: str, default_rank: Optional[int] = None) -> Dims:
         """Dims of an entry's tensor argument ``name``."""
         declared: Dict[int, Tuple[Dim, str]] = {}
@@ -224,7 +239,11 @@ class Regions:
                 declared[d] = (Dim.VARY, "dynamic-dims in the config")
         for d, state in self.marks.get(name, {}).items():
             declared.setdefault(d, (state, "marked in the code"))
-        if configured is None and not any(s is Dim.VARY for s, _ in declared.values()):
+        replayed = self.targets.dims.get(name)
+        for d, state in (replayed or {}).items():
+            declared.setdefault(d, (state, self.targets.why[name]))
+        if configured is None and replayed is None and \
+                not any(s is Dim.VARY for s, _ in declared.values()):
             declared.setdefault(0, (Dim.VARY, "assumed: the batch dim"))
             if SEQUENCE_INPUT.search(name):
                 declared.setdefault(1, (Dim.VARY, "assumed: the sequence dim of ids and masks"))
@@ -245,9 +264,9 @@ class Regions:
     def named_length(self, name: str, v: Value) -> Value:
         """``v`` bound to ``name``: a tensor size whose dim nothing decided, read into a name
         that says length or time, varies between calls (a model's sequence length is its
-        input's). Not when the config's ``dynamic-dims`` says exactly which dims vary."""
+        input's). Not when the config says exactly which dims vary (``dynamic-dims``, targets)."""
         if Tag.SIZE in v.tags and (v.dim is None or v.dim.state is Dim.UNKNOWN) and \
-                not self.settings.dynamic_dims and LENGTH_NAME.match(name):
+                not self.exact_dims and LENGTH_NAME.match(name):
             return v.with_(dim=DimInfo(Dim.VARY, f"`{name}`, named as a length", guessed=True))
         return v
 
