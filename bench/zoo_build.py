@@ -606,8 +606,10 @@ def diffusers_recipe(model: Any, key: str) -> Recipe:
     def make(batch: int, sizes: Dict[str, int], use: List[str]):
         s = sizes["latent"]
         kw: Dict[str, Any] = {}
-        if "tokens" in use:
-            kw[first] = torch.randn(batch, s * s // 4 or 1, chans)
+        if "tokens" in use:  # packed latents: 2x2 patches of the latent channels ("packed")
+            kw[first] = torch.randn(batch, s * s // 4 or 1, chans * (4 if "packed" in use else 1))
+        elif video and "frames-first" in use:  # (batch, frames, channels, h, w): CogVideoX
+            kw[first] = torch.randn(batch, 2, chans, s, s)
         elif video:
             kw[first] = torch.randn(batch, chans, 2, s, s)
         else:
@@ -644,7 +646,10 @@ def diffusers_recipe(model: Any, key: str) -> Recipe:
         return (), kw
 
     base = ["latent"] + (["context"] if "encoder_hidden_states" in named else [])
-    options = [base + ["labels"], base, ["latent"], base + ["tokens"], ["latent", "tokens"]]
+    options = [base + ["labels"], base, ["latent"], base + ["tokens"], ["latent", "tokens"],
+               base + ["tokens", "packed"]]
+    if video:
+        options += [base + ["frames-first"], ["latent", "frames-first"]]
     return Recipe({"latent": [32, 24, 16]}, {"latent": side}, make, options)
 
 
