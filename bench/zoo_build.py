@@ -459,9 +459,37 @@ def _hf_classes(model_type: str):
 
 
 def hf_config(model_type: str):
-    config_cls, _ = _hf_classes(model_type)
+    config_cls, model_cls = _hf_classes(model_type)
     d = {k: v for k, v in config_cls().to_dict().items() if k not in DROP_KEYS}
-    return config_cls(**shrink(d))
+    out = shrink(d)
+    _default_mrope(out, model_cls)
+    return config_cls(**out)
+
+
+_MROPE_DEFAULT = re.compile(r"""\.get\(\s*["']mrope_section["']\s*,\s*\[""")
+
+
+def _default_mrope(cfg: Dict[str, Any], model_cls: Any) -> None:
+    """A multimodal rotary split the model code defaults (``rope_parameters.get("mrope_section",
+    [16, 24, 24])``) sums to the published head dim: give the shrunk config one that sums to
+    its own half rotary dim (Qwen2.5-VL's and GLM-4V's text models)."""
+    rope = cfg.get("rope_parameters")
+    if not isinstance(rope, dict) or "mrope_section" in rope:
+        return
+    try:
+        source = inspect.getsource(sys.modules[model_cls.__module__])
+    except (OSError, TypeError, KeyError):
+        return
+    heads = next((cfg[h] for h in HEADS if _is_int(cfg.get(h))), None)
+    hd = cfg.get("head_dim") if _is_int(cfg.get("head_dim")) else \
+        (cfg["hidden_size"] // heads if heads and _is_int(cfg.get("hidden_size")) else None)
+    factor = rope.get("partial_rotary_factor", cfg.get("partial_rotary_factor", 1.0))
+    if hd and isinstance(factor, (int, float)) and 0 < factor <= 1:
+        hd = int(hd * factor)  # GLM rotates part of each head
+    if hd and hd >= 6 and _MROPE_DEFAULT.search(source):
+        half = hd // 2
+        third = max(1, half // 3)
+        cfg["rope_parameters"] = dict(rope, mrope_section=[half - 2 * third, third, third])
 
 
 def build_hf(model_type: str):
