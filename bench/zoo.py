@@ -626,22 +626,43 @@ def replay(libs: List[str], only: List[str], jobs: int, force: bool, retry_faile
         bar.step(f"{name}: {summary} ({time.time() - t0:.0f} s)")
 
     done = 0
-    chunk = 20  # probe this many ahead (one process, no compile), then replay those that need it
-    for i in range(0, len(names), chunk):
-        part = names[i:i + chunk]
-        probes.update(run_probes(part, quiet=True))
-        todo = [n for n in part if needs(n, probes)]
-        if not limit:
-            bar.total -= len(part) - len(todo)  # current records: nothing to do
-        if limit:
-            todo = todo[:max(0, limit - done)]
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            list(pool.map(one, todo))
-        done += len(todo)
-        if limit and done >= limit:
-            break
+    # a current, complete record is kept without probing again (a builder change that must
+    # replay it bumps BUILDER_VERSION, which is in the versions); the rest is probed a chunk at
+    # a time in one process, the next chunk while the replays of this one run
+    kept = [] if force or retry_failed else [n for n in names if current_record(n, versions, modes)]
+    if not limit:
+        bar.total -= len(kept)
+    left = [n for n in names if n not in set(kept)]
+    chunks = [left[i:i + PROBE_CHUNK] for i in range(0, len(left), PROBE_CHUNK)]
+    with ThreadPoolExecutor(max_workers=1) as prober:
+        ahead = prober.submit(run_probes, chunks[0], quiet=True) if chunks else None
+        for k, part in enumerate(chunks):
+            assert ahead is not None
+            probes.update(ahead.result())
+            ahead = prober.submit(run_probes, chunks[k + 1], quiet=True) \
+                if k + 1 < len(chunks) else None
+            todo = [n for n in part if needs(n, probes)]
+            if not limit:
+                bar.total -= len(part) - len(todo)  # current records: nothing to do
+            if limit:
+                todo = todo[:max(0, limit - done)]
+            with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+                list(pool.map(one, todo))
+            done += len(todo)
+            if limit and done >= limit:
+                break
     print(f"zoo: replayed {done} model(s)", file=sys.stderr)
     return 0
+
+
+PROBE_CHUNK = 20  # models probed in one process (no compile) ahead of their replays
+
+
+def current_record(name: str, versions: Dict[str, Any], modes: List[str]) -> bool:
+    """A record made with the current versions, that replayed and holds every mode."""
+    rec = load_json(record_path(name))
+    return bool(rec) and rec.get("versions") == versions and not rec.get("error") \
+        and all(m in (rec.get("modes") or {}) and not rec["modes"][m].get("error") for m in modes)
 
 
 def probe_cmd(libs: List[str], only: List[str]) -> int:
@@ -1166,7 +1187,7 @@ def table(static_ref: Optional[str]) -> int:
         print(f"  | {code} ({'default' if default else 'preview'}) right | "
               + " | ".join(rule_cell(cols[s]) for s in splits) + " |")
     a = cols["all"]
-    print(f"\n  Not in the recall pool (all): " + ", ".join(f"{v} {k}" for k, v in a["excluded"].items())
+    print("\n  Not in the recall pool (all): " + ", ".join(f"{v} {k}" for k, v in a["excluded"].items())
           + ". Per rule (all): " + ", ".join(
               f"{c} {r['true']}/{r['true'] + r['false']}" for c, r in a["rules"].items()
               if r["true"] + r["false"]) + f". Static pass {a['check_seconds']} s over "
