@@ -226,8 +226,8 @@ def dependencies(engine) -> List[str]:
     parsed.update(getattr(project, "by_path", {}) or {})
     parsed.update(getattr(engine, "_parsed_elsewhere", ()) or ())
     regions = getattr(engine, "regions", None)  # the targets' inputs functions it read
-    if regions is not None and regions._targets is not None:
-        parsed.update(regions._targets.files)
+    if regions is not None:
+        parsed.update(regions.files_read())
     return sorted(os.path.abspath(p) for p in parsed)
 
 

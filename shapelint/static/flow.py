@@ -692,8 +692,7 @@ class Walker:
             return left.merge(right)
         if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
             v = self.condition(expr.expression, context, validates)
-            fixed = _const_truth(v)  # `not is_tracing(x)`: False while Dynamo traces
-            return v if fixed is None else Value(kinds=_BOOL, const=not fixed, origin=v.origin)
+            return _negated(v) or v
         if self.truth(expr) is not None:
             v = self.ev(expr)
             self.flag_test = self.data_test = False
@@ -1174,9 +1173,9 @@ class Walker:
     def ev_UnaryOperation(self, node: cst.UnaryOperation) -> Value:
         if isinstance(node.operator, cst.Not):
             v = self.condition(node.expression, "bool")
-            fixed = _const_truth(v)
-            if fixed is not None:  # `not is_tracing(x)`: False while Dynamo traces
-                return Value(kinds=_BOOL, const=not fixed, origin=v.origin)
+            negated = _negated(v)
+            if negated is not None:
+                return negated
             return v if v.is_tensor else Value(kinds=_BOOL, tags=v.tags & _KEPT, origin=v.origin,
                                                 dim=v.dim)
         v = self.ev(node.expression)
@@ -1423,10 +1422,12 @@ class Walker:
             if last in ("Parameter", "Buffer"):
                 return Value(kinds=_TENSOR, origin=self.origin(node))
             return Value(kinds=frozenset({Kind.OBJECT}), detail=callee.qualname or "")
+        name = target.qualname if target is not None else \
+            callee.qualname if callee.kind == "external" else None
+        fixed = dynamo.compile_time_constant(name) if name else None
+        if fixed is not None:  # is_compiling(), a library's is_torchdynamo_compiling(): True
+            return Value(kinds=_BOOL, const=fixed)  # while Dynamo traces (not walked)
         if target is not None:
-            fixed = dynamo.compile_time_constant(target.qualname)
-            if fixed is not None:  # a library's is_torchdynamo_compiling(): True while tracing
-                return Value(kinds=_BOOL, const=fixed)
             if _is_disabled(target):
                 return UNKNOWN
             if target.name in target.module.custom_ops:
@@ -1546,9 +1547,6 @@ class Walker:
                     self.emit("on_iteration", api.Iteration(a.value, value, self.ctx))
         if name.rsplit(".", 1)[-1] in ("_assert", "_check", "_check_with") and node.args:
             self.learn(node.args[0].value, holds=True)  # a validation: it holds from here
-        fixed = dynamo.compile_time_constant(name)
-        if fixed is not None:  # is_compiling() is True while Dynamo traces
-            return Value(kinds=_BOOL, const=fixed)
         if name in ("str", "repr", "format"):
             self.emit("on_format", api.Format(node.args[0].value if node.args else node, first,
                                               self.ctx))
@@ -1639,6 +1637,12 @@ def _bool_kept(cur: Value, op: cst.BaseAugOp) -> bool:
         return False
     return (isinstance(op, cst.BitOrAssign) and cur.const) or \
         (isinstance(op, cst.BitAndAssign) and not cur.const)
+
+
+def _negated(v: Value) -> Optional[Value]:
+    """``not v`` of a value fixed while Dynamo traces (``not is_tracing(x)``: False), else None."""
+    fixed = _const_truth(v)
+    return None if fixed is None else Value(kinds=_BOOL, const=not fixed, origin=v.origin)
 
 
 def _const_truth(v: Optional[Value]) -> Optional[bool]:

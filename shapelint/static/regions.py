@@ -224,6 +224,11 @@ class Regions:
             self._targets = TargetDims(self.settings.targets, self.settings.base_dir)
         return self._targets
 
+    def files_read(self) -> Set[str]:
+        """Files read to learn what varies beyond the analysed ones (the targets' inputs, if
+        anything asked): the cache's dependencies."""
+        return set(self._targets.files) if self._targets is not None else set()
+
     @property
     def exact_dims(self) -> bool:
         """Whether the config says which dims vary (``dynamic-dims``, or targets whose inputs

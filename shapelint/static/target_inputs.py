@@ -81,14 +81,9 @@ class _Reader:
 
     def __init__(self, fn: ast.FunctionDef, varying: Set[str], fixed: Set[str]) -> None:
         self.varying, self.fixed = varying, fixed
-        self.bound: Dict[str, ast.expr] = {}
-        self.returns: Optional[ast.expr] = None
-        for node in fn.body:  # top-level statements only: a branch or a loop is not followed
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
-                    isinstance(node.targets[0], ast.Name):
-                self.bound[node.targets[0].id] = node.value
-            elif isinstance(node, ast.Return) and node.value is not None:
-                self.returns = node.value
+        self.bound = _assignments(fn)
+        self.returns = next((n.value for n in reversed(fn.body)
+                             if isinstance(n, ast.Return) and n.value is not None), None)
 
     def returned(self) -> Tuple[List[Optional[List[Optional[Dim]]]],
                                 Dict[str, Optional[List[Optional[Dim]]]]]:
@@ -154,6 +149,20 @@ class _Reader:
         return None
 
 
+def _assignments(fn: ast.FunctionDef) -> Dict[str, ast.expr]:
+    """``name = value`` at the top level of ``fn`` (the last one wins; a branch or a loop is
+    not followed)."""
+    return {n.targets[0].id: n.value for n in fn.body if isinstance(n, ast.Assign)
+            and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)}
+
+
+def _unchained(value: ast.expr) -> ast.expr:
+    """The object a chain of method calls starts from (``Decoder().eval()`` -> ``Decoder()``)."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+        value = value.func.value
+    return value
+
+
 def _literal_or_fixed(node: ast.expr, fixed: Set[str]) -> bool:
     return all(isinstance(n, (ast.Constant, ast.BinOp, ast.operator, ast.UnaryOp, ast.unaryop,
                               ast.Load, ast.expr_context))
@@ -206,16 +215,11 @@ def _forward_params(model: object, folder: str, read: Set[str]) -> List[str]:
     cls = classes.get(attr)
     fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == attr), None)
     if cls is None and fn is not None:
-        bound = {n.targets[0].id: n.value for n in fn.body if isinstance(n, ast.Assign)
-                 and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)}
-        for ret in (n for n in fn.body if isinstance(n, ast.Return) and n.value is not None):
-            value = ret.value
-            while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
-                value = value.func.value  # Decoder().eval(), Decoder().to(device)
+        bound = _assignments(fn)
+        for ret in (n.value for n in fn.body if isinstance(n, ast.Return) and n.value):
+            value = _unchained(ret)  # Decoder().eval(), Decoder().to(device)
             if isinstance(value, ast.Name):
-                value = bound.get(value.id, value)
-            while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
-                value = value.func.value
+                value = _unchained(bound.get(value.id, value))
             if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
                 cls = classes.get(value.func.id) or _imported_class(tree, value.func.id, folder,
                                                                      read)
