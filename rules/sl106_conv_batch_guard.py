@@ -68,6 +68,19 @@ class Stem(nn.Module):
         return F.conv2d(x, torch.ones(4, 16, 3, 3), stride=(1, 2))
 def inputs(batch):
     return (torch.randn(batch, 3, 32, 32),)
+''', '''
+import torch
+from torch import nn
+class Subsampler(nn.Module):
+    def __init__(self, kernels=(3, 5)):
+        super().__init__()
+        self.convs = nn.ModuleList(nn.Conv1d(8, 8, kernel_size=k, stride=2) for k in kernels)
+    def forward(self, x):
+        for conv in self.convs:  # each item strided, as the generator built it
+            x = conv(x)
+        return x
+def inputs(batch):
+    return (torch.randn(batch, 8, 64),)
 ''']
     INVALID = ['''
 import torch

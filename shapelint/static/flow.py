@@ -137,6 +137,14 @@ class Signature:
                 self.defaults[a.arg] = ast_literal(d)
 
 
+def _module_item(v: Value) -> Value:
+    """One module of a ModuleList or Sequential: its class and, where all items are of one
+    class, the literal arguments its first item was built with (a stride rules SL106)."""
+    one = v.detail and "|" not in v.detail and isinstance(v.const, tuple)
+    init = dict(v.const).get(v.detail) if one else None  # type: ignore[arg-type]
+    return Value(kinds=frozenset({Kind.MODULE}), detail=v.detail, const=init)
+
+
 def signature(fn: FunctionInfo) -> Signature:
     sig = getattr(fn, "_signature", None)
     if sig is None:
@@ -627,7 +635,7 @@ class Walker:
         if v.is_tensor_seq:
             return Value(kinds=_TENSOR, origin=v.origin, dims=v.dims)
         if v.has(Kind.MODULES):
-            return Value(kinds=frozenset({Kind.MODULE}), detail=v.detail)
+            return _module_item(v)
         return UNKNOWN
 
     def elem(self, v: Value) -> Value:
@@ -651,7 +659,7 @@ class Walker:
             return results.size_value(v.origin.derive("a dim of {}"),
                                       join_dims(*shapes.dims_of(v).all()))
         if v.has(Kind.MODULES):
-            return Value(kinds=frozenset({Kind.MODULE}), detail=v.detail)
+            return _module_item(v)
         if v.has(Kind.RANGE):
             return Value(kinds=_INT, tags=v.tags & _KEPT, origin=v.origin, dim=v.dim)
         if v.elems is not None and v.elems:
