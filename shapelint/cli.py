@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import os
 import sys
 import traceback
@@ -322,6 +323,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     settings, rules, enabled, _ = resolve_settings(args, paths)
     if args.show_settings:
         return show_settings(args, settings, enabled, paths)
+    # the command exits through os._exit with every tree still alive (_KEEP_UNTIL_EXIT): the
+    # cyclic collector has nothing to free, only millions of objects to walk (15% of a cold
+    # check of transformers, measured)
+    gc.disable()
     if stdin:
         with stdin_source(paths[0], sys.stdin.buffer.read()):
             result = run_static(paths, settings, rules, enabled, use_cache=False, jobs=1)

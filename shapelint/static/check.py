@@ -36,15 +36,18 @@ def check(paths: Sequence[str], settings: Optional[Settings] = None, *,
     found, discover_errors = files_mod.discover(paths, exclude_patterns(settings))
 
     def run():
-        from shapelint.static.engine import Engine
+        from shapelint.static.engine import Engine, without_cyclic_gc
 
         engine = Engine(rules, enabled, settings, jobs=jobs, kept_until_exit=keep is not None)
         if keep is not None:
             keep.append(engine)
-        result = engine.check(paths, root=root, use_cache=False,
-                              discovered=(found, discover_errors))
-        depends = dependencies(engine)
-        return result, depends, import_folders(depends, root or files_mod.common_root(list(paths)))
+        # the cache's dependencies are read while the trees are alive: the collector stays off
+        with without_cyclic_gc(freeze=keep is not None):
+            result = engine.check(paths, root=root, use_cache=False,
+                                  discovered=(found, discover_errors))
+            depends = dependencies(engine)
+            folders = import_folders(depends, root or files_mod.common_root(list(paths)))
+        return result, depends, folders
 
     if not use_cache:
         return run()[0]

@@ -8,9 +8,11 @@ tree never need it). Results are cached by content hash.
 from __future__ import annotations
 
 import ast
+import contextlib
+import gc
 import os
 import re
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple, Type
+from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Type
 
 from shapelint import api
 from shapelint.api import Rule
@@ -32,6 +34,25 @@ if TYPE_CHECKING:  # pragma: no cover
 UNUSED_SUPPRESSION = "SL001"
 #: what ``ast`` raises on a file it cannot read (ValueError: NUL bytes and the like)
 PARSE_FAILURES = (SyntaxError, ValueError, RecursionError, MemoryError)
+
+
+
+@contextlib.contextmanager
+def without_cyclic_gc(freeze: bool = False) -> Iterator[None]:
+    """Run a check with the cyclic collector off: the syntax trees kept for the run are
+    millions of acyclic objects, and the collector would walk them all again and again (a
+    third of the run on a large tree). ``freeze``: the trees are never freed (the command
+    exits with them), so move them out of the collector's sight for good; without this its
+    next passes over them took 13 s after a check of transformers."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if freeze:
+            gc.freeze()
+        if enabled:
+            gc.enable()
 
 
 class Engine(api.ReportSink):
@@ -161,21 +182,8 @@ class Engine(api.ReportSink):
 
     def _check(self, paths: Sequence[str], root: Optional[str] = None,
                discovered: Optional[Tuple[List[str], List[FileError]]] = None) -> CheckResult:
-        import gc
-
-        # the syntax trees kept for the run are millions of acyclic objects; the cyclic
-        # collector would walk them all again and again (a third of the run on a large tree)
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with without_cyclic_gc(freeze=self.kept_until_exit):
             return self._check_all(paths, root, discovered)
-        finally:
-            if self.kept_until_exit:
-                # never freed, so never worth a look: without this the collector's next
-                # passes over them took 13 s after a check of transformers
-                gc.freeze()
-            if enabled:
-                gc.enable()
 
     def _check_all(self, paths: Sequence[str], root: Optional[str] = None,
                    discovered: Optional[Tuple[List[str], List[FileError]]] = None) -> CheckResult:
