@@ -61,6 +61,25 @@ class M(nn.Module):
         with torch.backends.cudnn.flags(enabled=False):  # error: SL403
             out = x * 2
         return out
+''', '''
+import torch
+from torch import nn
+class Rnn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(4, 4)
+    def forward(self, x):
+        return self.lstm(x.permute(2, 0, 1))[0].permute(1, 2, 0)  # error: SL403
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        layers = [nn.Conv1d(4, 4, 3, padding=1)]
+        layers += [Rnn()]  # a container built from a local list
+        self.layers = nn.Sequential(*layers)
+    def forward(self, x):
+        return self.layers(x)
+def inputs(batch):
+    return (torch.randn(batch, 4, 8),)
 ''']
 
     def on_call(self, site: Call) -> None:

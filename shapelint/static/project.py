@@ -520,7 +520,9 @@ def _init_attrs(init: FunctionNode, module: ModuleInfo) -> Dict[str, AttrInfo]:
                         init.args.defaults[::-1]))
     defaults.update({a.arg: d for a, d in zip(init.args.kwonlyargs, init.args.kw_defaults) if d})
     attrs: Dict[str, AttrInfo] = {}
+    local_items: Dict[str, List[ast.expr]] = {}
     for node in _statements(init.body):  # in source order: the first store decides, unless vague
+        _collect_items(node, local_items)
         if isinstance(node, ast.Expr):
             node = node.value  # type: ignore[assignment]  # a call statement: the call
         if isinstance(node, ast.Call):
@@ -534,19 +536,50 @@ def _init_attrs(init: FunctionNode, module: ModuleInfo) -> Dict[str, AttrInfo]:
                 if isinstance(t, ast.Attribute) and _is_self(t.value):
                     known = attrs.get(t.attr)
                     if known is None or known.kind in ("none", "other"):
-                        new = _classify(node.value, module, params, defaults)
+                        new = _classify(node.value, module, params, defaults, local_items)
                         if known is None or new.kind not in ("none", "other"):
                             attrs[t.attr] = new
     return attrs
 
 
-def _module_items(args: List[ast.expr]) -> List[ast.expr]:
+def _collect_items(node: ast.stmt, items: Dict[str, List[ast.expr]]) -> None:
+    """What a local name of ``__init__`` holds, for the modules a container is built from
+    (``layers = [Stem()]; layers += [Block()]; layers.append(Head()); self.layers =
+    nn.Sequential(*layers)``, ``block = Block(); self.blocks = nn.ModuleList([block])``)."""
+    if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for t in targets:
+            if isinstance(t, ast.Name):
+                value = node.value
+                if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add) and \
+                        isinstance(value.left, ast.Name) and value.left.id == t.id:
+                    items.setdefault(t.id, []).extend(_module_items([value.right], items))
+                else:
+                    items[t.id] = _module_items([value], items)
+    elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and \
+            isinstance(node.op, ast.Add):
+        items.setdefault(node.target.id, []).extend(_module_items([node.value], items))
+    elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and \
+            isinstance(node.value.func, ast.Attribute) and isinstance(node.value.func.value, ast.Name):
+        call, owner = node.value, node.value.func.value.id
+        if call.func.attr in ("append", "extend", "insert") and call.args:  # type: ignore[attr-defined]
+            added = call.args[-1]
+            wrapped = [added] if call.func.attr == "extend" else [ast.List(elts=[added])]  # type: ignore[attr-defined]
+            items.setdefault(owner, []).extend(_module_items(wrapped, items))
+
+
+def _module_items(args: List[ast.expr],
+                  local_items: Optional[Dict[str, List[ast.expr]]] = None) -> List[ast.expr]:
     """The module expressions of ``nn.Sequential(a, b)``, ``nn.ModuleList([a, b])``,
-    ``nn.Sequential(*[Block() for ...])``, ``nn.ModuleDict({"a": a})``."""
+    ``nn.Sequential(*[Block() for ...])``, ``nn.ModuleDict({"a": a})``; a local name of
+    ``local_items`` (see :func:`_collect_items`) stands for what it holds."""
     out: List[ast.expr] = []
     for arg in args:
         if isinstance(arg, ast.Starred):
             arg = arg.value
+        if isinstance(arg, ast.Name) and local_items and arg.id in local_items:
+            out.extend(local_items[arg.id])
+            continue
         if isinstance(arg, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
             out.append(arg.elt)
         elif isinstance(arg, (ast.List, ast.Tuple, ast.Set)):
@@ -561,7 +594,8 @@ def _module_items(args: List[ast.expr]) -> List[ast.expr]:
 
 
 def _classify(value: ast.expr, module: ModuleInfo, params: Dict[str, ast.arg],
-              defaults: Dict[str, ast.expr]) -> AttrInfo:
+              defaults: Dict[str, ast.expr],
+              local_items: Optional[Dict[str, List[ast.expr]]] = None) -> AttrInfo:
     if isinstance(value, (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)):
         return AttrInfo("container")
     if isinstance(value, ast.Constant):
@@ -599,7 +633,7 @@ def _classify(value: ast.expr, module: ModuleInfo, params: Dict[str, ast.arg],
             # iterating a ModuleList of mixed blocks may give any of them)
             classes: List[str] = []
             inits: List[Tuple[object, object]] = []  # (class, its first item's arguments)
-            for item in _module_items(value.args):
+            for item in _module_items(value.args, local_items):
                 if isinstance(item, ast.Call):
                     name = module.resolve(ast_dotted(item.func) or "")
                     if name and name not in classes:
