@@ -317,11 +317,14 @@ def record_path(name: str) -> str:
     return os.path.join(RECORDS, lib_of(name), f"{name}.json")
 
 
-def load_records() -> List[Dict[str, Any]]:
+def load_records(as_of: Optional[str] = None) -> List[Dict[str, Any]]:
+    """The committed records; ``as_of``: only those finished by then ("2026-11-26 15:50"),
+    so two versions of the static pass are compared on one set while a sweep adds more."""
     out = []
     for path in sorted(glob.glob(os.path.join(RECORDS, "*", "*.json"))):
         doc = load_json(path)
-        if isinstance(doc, dict) and doc.get("name"):
+        if isinstance(doc, dict) and doc.get("name") and \
+                (as_of is None or str(doc.get("finished") or "") <= as_of):
             out.append(doc)
     return out
 
@@ -913,10 +916,11 @@ def _checked(files: List[str], static_ref: Optional[str]) -> Tuple[Dict[str, Any
     return doc, secs, root
 
 
-def score_data(split: str, static_ref: Optional[str] = None) -> Dict[str, Any]:
+def score_data(split: str, static_ref: Optional[str] = None,
+               as_of: Optional[str] = None) -> Dict[str, Any]:
     versions = current_versions()
     forced = forced_tune()
-    records = load_records()
+    records = load_records(as_of)
     out: Dict[str, Any] = {"split": split, "versions": versions}
     stale, failed, partial, used = [], [], [], []
     for rec in records:
@@ -995,6 +999,7 @@ def score_data(split: str, static_ref: Optional[str] = None) -> Dict[str, Any]:
     per_rule: Dict[str, Dict[str, Any]] = {}
     unjudged: List[Dict[str, Any]] = []
     falses: List[Dict[str, Any]] = []
+    trues: List[Dict[str, Any]] = []  # every rule's, on a line torch blamed
     falses_preview: List[Dict[str, Any]] = []  # the same for the preview rules
     flagged: Dict[Tuple[str, int], Set[str]] = {}  # statement lines a finding covers
     flagged_all: Dict[Tuple[str, int], Set[str]] = {}  # the same, preview rules' findings too
@@ -1036,6 +1041,7 @@ def score_data(split: str, static_ref: Optional[str] = None) -> Dict[str, Any]:
         if hit:
             row["true"] += 1
             n_true += default
+            trues.append(f)
         else:
             row["false"] += 1
             n_false += default
@@ -1078,6 +1084,7 @@ def score_data(split: str, static_ref: Optional[str] = None) -> Dict[str, Any]:
     out["excluded"] = dict(sorted(excluded.items(), key=lambda kv: -kv[1]))
     out["rules"] = dict(sorted(per_rule.items()))
     out["_falses"] = falses
+    out["_trues"] = trues
     out["_falses_preview"] = falses_preview
     out["_unjudged"] = unjudged
     out["_missed"] = sorted(k for k in pool if k not in covered)
@@ -1113,6 +1120,10 @@ def print_score(d: Dict[str, Any], verbose: bool, only_rule: Optional[str]) -> N
               + ", ".join(x["name"] for x in d["stale"][:20]) + (" ..." if len(d["stale"]) > 20 else ""))
     if verbose:
         falses = [f for f in d["_falses"] if not only_rule or f["rule"] == only_rule]
+        tr = [f for f in d["_trues"] if not only_rule or f["rule"] == only_rule]
+        print(f"\n-- true findings ({len(tr)}, preview rules' too): on a line torch blamed --")
+        for f in sorted(tr, key=lambda f: (f["path"], int(f["line"]))):
+            print(f"{f['path']}:{f['line']} {f['rule']} | {_source(f['path'], int(f['line']))[:140]}")
         print(f"\n-- false findings ({len(falses)}): executed, never blamed --")
         for f in sorted(falses, key=lambda f: (f["path"], int(f["line"]))):
             print(f"{f['path']}:{f['line']} {f['rule']} | {_source(f['path'], int(f['line']))[:140]}")
@@ -1138,8 +1149,8 @@ def public(d: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def score(split: str, as_json: bool, verbose: bool, only_rule: Optional[str],
-          static_ref: Optional[str]) -> int:
-    d = score_data(split, static_ref)
+          static_ref: Optional[str], as_of: Optional[str] = None) -> int:
+    d = score_data(split, static_ref, as_of)
     if as_json:
         print(json.dumps(public(d), sort_keys=False))
     else:
@@ -1265,6 +1276,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     sc.add_argument("--rule", help="only this rule's row and listings")
     sc.add_argument("--static-ref", metavar="REF",
                     help="the static pass as committed at REF, not the working tree's")
+    sc.add_argument("--as-of", metavar="TIME",
+                    help="only records finished by TIME ('2026-11-26 15:50'): compare two "
+                         "static passes on one set while a sweep runs")
     tb = sub.add_parser("table", help="tune, held-out and all side by side")
     tb.add_argument("--static-ref", metavar="REF")
     sub.add_parser("status", help="records per library")
@@ -1280,7 +1294,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.command == "probe":
         return probe_cmd(args.lib, args.only)
     if args.command == "score":
-        return score(args.split, args.json, args.verbose, args.rule, args.static_ref)
+        return score(args.split, args.json, args.verbose, args.rule, args.static_ref, args.as_of)
     if args.command == "table":
         return table(args.static_ref)
     if args.command == "status":
