@@ -114,6 +114,28 @@ class Net(nn.Module):
         return self.blocks(x)
 def inputs(batch):
     return (torch.randn(batch, 3, 8, 8),)
+''', '''
+import torch
+from torch import nn
+class EncoderConfig:
+    conv_stride = (5, 2)
+class FeatureConv(nn.Module):
+    def __init__(self, config, layer_id):
+        super().__init__()
+        self.conv = nn.Conv1d(4, 4, 3, stride=config.conv_stride[layer_id])  # 5, then 2
+    def forward(self, x):
+        return self.conv(x)
+class Encoder(nn.Module):
+    def __init__(self, config=EncoderConfig()):
+        super().__init__()
+        self.first = FeatureConv(config, 0)
+        self.second = FeatureConv(config, 1)
+        self.pos = nn.Conv1d(4, 4, 3, padding=1)
+    def forward(self, x):
+        x = self.second(self.first(x))
+        return self.pos(x)  # error: SL106
+def inputs(batch):
+    return (torch.randn(batch, 4, 64),)
 ''']
 
     def __init__(self, sink: ReportSink) -> None:
@@ -142,6 +164,10 @@ def inputs(batch):
 
 
 def _over_one(value: object) -> bool:
+    """A stride or dilation over 1 in some dim; for a frozenset (one of a config default's
+    items, at an index not known statically), in every one it may be."""
+    if isinstance(value, frozenset):
+        return bool(value) and all(_over_one(v) for v in value)
     values = value if isinstance(value, (tuple, list)) else (value,)
     return any(isinstance(v, int) and v > 1 for v in values)
 
@@ -156,7 +182,8 @@ def _strided_or_dilated(site: Call) -> Optional[bool]:
         given = [site.built_with("stride", 3), site.built_with("dilation", 5)]
         if any(_over_one(v) for v in given):
             return True
-        return None if NOT_A_LITERAL in given else False
+        unknown = [v for v in given if v == NOT_A_LITERAL or isinstance(v, frozenset)]
+        return None if unknown else False
     unknown = False
     for name, index in (("stride", 3), ("dilation", 5)):
         v = site.arg(name, index)

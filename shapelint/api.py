@@ -184,7 +184,10 @@ class Call(Site):
         """For a call of a torch.nn module held in ``self.<attr>``: the literal its
         ``__init__`` passed for ``name`` (or at position ``index``), e.g. the ``stride`` of
         ``self.conv = nn.Conv2d(3, 16, 3, stride=2)``; None when not passed (or not known),
-        ``NOT_A_LITERAL`` when passed as an expression (``stride=patch_size``)."""
+        ``NOT_A_LITERAL`` when passed as an expression (``stride=patch_size``). A field of the
+        model's config (``stride=config.conv_stride[i]``) reads as the default its config
+        class gives it; an item at an index not known statically as a frozenset of the
+        items it may be."""
         recv = self.receiver
         init = recv.const if recv is not None and recv.kinds & {Kind.MODULE, Kind.MODULES} else None
         if isinstance(init, tuple) and recv is not None and Kind.MODULES in recv.kinds:

@@ -132,9 +132,14 @@ class AttrInfo:
 NOT_A_LITERAL = "<not a literal>"
 
 
-def _literal_arguments(call: ast.Call) -> Tuple[Tuple[object, object], ...]:
-    """The arguments of ``call``: literals (``3``, ``(2, 2)``, ``True``) as their values, any
-    other expression (``stride=patch_size``) as :data:`NOT_A_LITERAL`."""
+ConfigReader = Callable[[ast.expr], object]
+
+
+def _literal_arguments(call: ast.Call, read: Optional[ConfigReader] = None
+                       ) -> Tuple[Tuple[object, object], ...]:
+    """The arguments of ``call``: literals (``3``, ``(2, 2)``, ``True``) as their values, a
+    config field as ``read`` gives it (see :func:`_config_reader`), any other expression
+    (``stride=patch_size``) as :data:`NOT_A_LITERAL`."""
     out: List[Tuple[object, object]] = []
     for key, node in [(i, a) for i, a in enumerate(call.args)] + \
             [(k.arg, k.value) for k in call.keywords if k.arg]:
@@ -143,8 +148,86 @@ def _literal_arguments(call: ast.Call) -> Tuple[Tuple[object, object], ...]:
         try:
             out.append((key, ast.literal_eval(node)))
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            out.append((key, NOT_A_LITERAL))
+            out.append((key, read(node) if read is not None else NOT_A_LITERAL))
     return tuple(out)
+
+
+def _class_defaults(cls: "ClassInfo") -> Dict[str, object]:
+    """The literal defaults a config class gives its fields: class-level ``field: T = 3``
+    (transformers 5's dataclass configs) and ``__init__``'s ``field=3`` (older ones)."""
+    found: Dict[str, object] = {}
+    for stmt in cls.tree.body:
+        target = stmt.target if isinstance(stmt, ast.AnnAssign) else \
+            (stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None)
+        value = getattr(stmt, "value", None)
+        if isinstance(target, ast.Name) and value is not None:
+            found[target.id] = ast_literal_or_missing(value)
+    init = cls.methods.get("__init__")
+    if init is not None:
+        a = init.tree.args
+        positional = a.posonlyargs + a.args
+        pairs = list(zip(positional[len(positional) - len(a.defaults):], a.defaults)) + \
+            [(k, d) for k, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
+        for arg, default in pairs:
+            found.setdefault(arg.arg, ast_literal_or_missing(default))
+    return {k: v for k, v in found.items() if v is not NOT_A_LITERAL}
+
+
+def ast_literal_or_missing(node: ast.expr) -> object:
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return NOT_A_LITERAL
+
+
+def _config_reader(init: FunctionNode, module: "ModuleInfo") -> Optional[ConfigReader]:
+    """Reads ``config.<field>`` and ``config.<field>[i]`` in ``__init__`` as the default its
+    config class gives the field: ``nn.Conv1d(..., stride=config.conv_stride[layer_id])`` is
+    built with one of ``(5, 2, 2, 2, 2, 2, 2)``, a frozenset of them (an element at an index
+    not known here). The class is the ``config`` parameter's annotation, else the one
+    ``*Config`` class the module imports or defines. None where there is no such class."""
+    project = module.project
+    params = {a.arg: a for a in init.args.posonlyargs + init.args.args + init.args.kwonlyargs}
+    cfg = params.get("config")
+    if project is None or cfg is None:
+        return None
+    name = ast_dotted(cfg.annotation) if cfg.annotation is not None else None
+    if not name:
+        names = {n for n in list(module.imports) + list(module.classes) if n.endswith("Config")}
+        if len(names) != 1:
+            return None
+        name = names.pop()
+    found = project.lookup(module.resolve(name), module)
+    if not isinstance(found, ClassInfo):
+        return None
+    defaults = found.defaults
+
+    def field(node: ast.expr) -> Optional[str]:
+        if isinstance(node, ast.Attribute) and (
+                (isinstance(node.value, ast.Name) and node.value.id == "config") or
+                (isinstance(node.value, ast.Attribute) and node.value.attr == "config" and
+                 _is_self(node.value.value))):
+            return node.attr
+        return None
+
+    def read(node: ast.expr) -> object:
+        name = field(node.value if isinstance(node, ast.Subscript) else node)
+        if name is None or name not in defaults:
+            return NOT_A_LITERAL
+        value = defaults[name]
+        if not isinstance(node, ast.Subscript):
+            return value
+        if not isinstance(value, (tuple, list)) or not value:
+            return NOT_A_LITERAL
+        index = ast_literal_or_missing(node.slice)
+        if isinstance(index, int) and -len(value) <= index < len(value):
+            return value[index]
+        items = frozenset(v for v in value if isinstance(v, (int, float, str, bool)))
+        if len(items) != len(set(map(repr, value))):
+            return NOT_A_LITERAL  # items of other kinds
+        return next(iter(items)) if len(items) == 1 else items
+
+    return read
 
 
 class FunctionInfo:
@@ -225,6 +308,7 @@ class ClassInfo:
         self._attrs: Optional[Dict[str, AttrInfo]] = None
         self._reads: Optional[Set[str]] = None
         self._forward_writes: Optional[FrozenSet[str]] = None
+        self._defaults: Optional[Dict[str, object]] = None
 
     @property
     def qualname(self) -> str:
@@ -238,6 +322,13 @@ class ClassInfo:
             init = self.methods.get("__init__")
             self._attrs = _init_attrs(init.tree, self.module) if init is not None else {}
         return self._attrs
+
+    @property
+    def defaults(self) -> Dict[str, object]:
+        """For a config class: the literal defaults of its fields (read on first need)."""
+        if self._defaults is None:
+            self._defaults = _class_defaults(self)
+        return self._defaults
 
     @property
     def forward_writes(self) -> FrozenSet[str]:
@@ -287,6 +378,9 @@ class ModuleInfo:
         self.fake_names: Set[str] = set(FAKE_BY_NAME.findall(text)) if fakes else set()
         self.fake_ops: Set[str] = set(FAKE_BY_OP.findall(text)) if fakes else set()
         self.custom_ops: Dict[str, str] = {}  # function name -> "ns::op"
+        #: the project the module was added to (set by Project.add): a config class that
+        #: ``__init__`` reads fields of is looked up there
+        self.project: Optional["Project"] = None
         #: functions libcst could not parse: (line, message), reported by the engine
         self.function_errors: List[Tuple[int, str]] = []
         #: libcst trees by function text, shared by the modules of a project (set by
@@ -521,6 +615,7 @@ def _init_attrs(init: FunctionNode, module: ModuleInfo) -> Dict[str, AttrInfo]:
     defaults.update({a.arg: d for a, d in zip(init.args.kwonlyargs, init.args.kw_defaults) if d})
     attrs: Dict[str, AttrInfo] = {}
     local_items: Dict[str, List[ast.expr]] = {}
+    read = _config_reader(init, module)
     for node in _statements(init.body):  # in source order: the first store decides, unless vague
         _collect_items(node, local_items)
         if isinstance(node, ast.Expr):
@@ -536,7 +631,7 @@ def _init_attrs(init: FunctionNode, module: ModuleInfo) -> Dict[str, AttrInfo]:
                 if isinstance(t, ast.Attribute) and _is_self(t.value):
                     known = attrs.get(t.attr)
                     if known is None or known.kind in ("none", "other"):
-                        new = _classify(node.value, module, params, defaults, local_items)
+                        new = _classify(node.value, module, params, defaults, local_items, read)
                         if known is None or new.kind not in ("none", "other"):
                             attrs[t.attr] = new
     return attrs
@@ -595,7 +690,8 @@ def _module_items(args: List[ast.expr],
 
 def _classify(value: ast.expr, module: ModuleInfo, params: Dict[str, ast.arg],
               defaults: Dict[str, ast.expr],
-              local_items: Optional[Dict[str, List[ast.expr]]] = None) -> AttrInfo:
+              local_items: Optional[Dict[str, List[ast.expr]]] = None,
+              read: Optional[ConfigReader] = None) -> AttrInfo:
     if isinstance(value, (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)):
         return AttrInfo("container")
     if isinstance(value, ast.Constant):
@@ -638,12 +734,12 @@ def _classify(value: ast.expr, module: ModuleInfo, params: Dict[str, ast.arg],
                     name = module.resolve(ast_dotted(item.func) or "")
                     if name and name not in classes:
                         classes.append(name)
-                        inits.append((name, _literal_arguments(item)))
+                        inits.append((name, _literal_arguments(item, read)))
             return AttrInfo("module_list", "|".join(classes), init=tuple(inits))
         if fname.startswith("torch.nn.") and fname.split(".")[-1][:1].isupper():
             if fname.endswith(("Parameter", "Buffer")):
                 return AttrInfo("tensor")
-            return AttrInfo("module", fname, init=_literal_arguments(value))
+            return AttrInfo("module", fname, init=_literal_arguments(value, read))
         if fname.startswith("torch."):  # what torch's signature says it returns
             from shapelint.static.torch_api import load
 
@@ -684,6 +780,7 @@ class Project:
         self.limits = DEFAULT_LIMITS
 
     def add(self, module: ModuleInfo) -> None:
+        module.project = self
         module.parsed_texts = self._parsed_texts
         module.limits = self.limits
         self._attempted.add(module.source.abspath)
