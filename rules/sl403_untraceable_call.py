@@ -70,14 +70,25 @@ class Rnn(nn.Module):
         self.lstm = nn.LSTM(4, 4)
     def forward(self, x):
         return self.lstm(x.permute(2, 0, 1))[0].permute(1, 2, 0)  # error: SL403
+class Gru(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(4, 4)
+    def forward(self, x):
+        return self.gru(x.permute(2, 0, 1))[0].permute(1, 2, 0)  # error: SL403
 class Encoder(nn.Module):
     def __init__(self):
         super().__init__()
         layers = [nn.Conv1d(4, 4, 3, padding=1)]
         layers += [Rnn()]  # a container built from a local list
         self.layers = nn.Sequential(*layers)
+        self.more = nn.ModuleList()
+        self.more.append(Gru())  # and one grown by append
     def forward(self, x):
-        return self.layers(x)
+        x = self.layers(x)
+        for layer in self.more:
+            x = layer(x)
+        return x
 def inputs(batch):
     return (torch.randn(batch, 4, 8),)
 ''']

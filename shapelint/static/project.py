@@ -618,6 +618,10 @@ def _init_attrs(init: FunctionNode, module: ModuleInfo) -> Dict[str, AttrInfo]:
     read = _config_reader(init, module)
     for node in _statements(init.body):  # in source order: the first store decides, unless vague
         _collect_items(node, local_items)
+        grown = _appended(node)
+        if grown is not None and grown[0] in attrs and attrs[grown[0]].kind == "module_list":
+            attrs[grown[0]] = _with_items(attrs[grown[0]], _module_items(grown[1], local_items),
+                                          module, read)
         if isinstance(node, ast.Expr):
             node = node.value  # type: ignore[assignment]  # a call statement: the call
         if isinstance(node, ast.Call):
@@ -635,6 +639,38 @@ def _init_attrs(init: FunctionNode, module: ModuleInfo) -> Dict[str, AttrInfo]:
                         if known is None or new.kind not in ("none", "other"):
                             attrs[t.attr] = new
     return attrs
+
+
+def _with_items(info: AttrInfo, items: List[ast.expr], module: ModuleInfo,
+                read: Optional[ConfigReader]) -> AttrInfo:
+    """A module list with ``items`` added: its element classes in order ("A|B|C"; a Sequential
+    runs them one after another, iterating a ModuleList of mixed blocks may give any), each
+    with the arguments its first item was built with."""
+    classes = [c for c in info.cls.split("|") if c]
+    inits = list(info.init)
+    for item in items:
+        if isinstance(item, ast.Call):
+            name = module.resolve(ast_dotted(item.func) or "")
+            if name and name not in classes:
+                classes.append(name)
+                inits.append((name, _literal_arguments(item, read)))
+    return AttrInfo("module_list", "|".join(classes), init=tuple(inits))
+
+
+def _appended(node: ast.stmt) -> Optional[Tuple[str, List[ast.expr]]]:
+    """``self.<attr>.append(x)`` (``extend``, ``insert``, ``+=``): the attribute and the
+    expressions it adds (``self.layers = nn.ModuleList(); self.layers.append(Conv2d(...))``)."""
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        call = node.value
+        owner = call.func.value if isinstance(call.func, ast.Attribute) else None
+        if isinstance(owner, ast.Attribute) and _is_self(owner.value) and call.args and \
+                call.func.attr in ("append", "extend", "insert"):  # type: ignore[union-attr]
+            added = call.args[-1]
+            return owner.attr, [added] if call.func.attr == "extend" else [ast.List(elts=[added])]  # type: ignore[union-attr]
+    if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add) and \
+            isinstance(node.target, ast.Attribute) and _is_self(node.target.value):
+        return node.target.attr, [node.value]
+    return None
 
 
 def _collect_items(node: ast.stmt, items: Dict[str, List[ast.expr]]) -> None:
@@ -727,15 +763,8 @@ def _classify(value: ast.expr, module: ModuleInfo, params: Dict[str, ast.arg],
         if fname in MODULE_LIST_CLASSES or fname.endswith(("ModuleList", "ModuleDict", "Sequential")):
             # the element classes, in order: "A|B|C" (a Sequential runs them one after another;
             # iterating a ModuleList of mixed blocks may give any of them)
-            classes: List[str] = []
-            inits: List[Tuple[object, object]] = []  # (class, its first item's arguments)
-            for item in _module_items(value.args, local_items):
-                if isinstance(item, ast.Call):
-                    name = module.resolve(ast_dotted(item.func) or "")
-                    if name and name not in classes:
-                        classes.append(name)
-                        inits.append((name, _literal_arguments(item, read)))
-            return AttrInfo("module_list", "|".join(classes), init=tuple(inits))
+            return _with_items(AttrInfo("module_list"), _module_items(value.args, local_items),
+                               module, read)
         if fname.startswith("torch.nn.") and fname.split(".")[-1][:1].isupper():
             if fname.endswith(("Parameter", "Buffer")):
                 return AttrInfo("tensor")
