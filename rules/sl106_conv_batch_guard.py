@@ -40,11 +40,10 @@ class ConvBatchGuard(Rule):
     severity = "info"
     evidence = ("recompile",)
     # held-out real code: 18 of 18 in issue 19's independent, torch-judged sample of library
-    # findings, the figure until the zoo's held-out half judges 20 of its findings (the
-    # README's policy); that half has judged 10 so far, 7 right (bench/zoo.py score --split
-    # held-out). Together 25 of 28 (0.89): if the next slice keeps it under 0.9, SL106 goes
-    # to preview
-    measured_precision = 1.00  # 18 of 18
+    # findings and 11 of 14 on the zoo's held-out half (bench/zoo.py score --split held-out,
+    # 376 models replayed): 29 of 32 together. The zoo's half alone decides once it has
+    # judged 20 of its findings (the README's policy); under 0.9, SL106 goes to preview
+    measured_precision = 0.91  # 29 of 32
     hint = "warm up with a batch >= 16 as well, or accept one extra compile"
     VALID = ['''
 import torch
@@ -182,8 +181,8 @@ def _strided_or_dilated(site: Call) -> Optional[bool]:
         given = [site.built_with("stride", 3), site.built_with("dilation", 5)]
         if any(_over_one(v) for v in given):
             return True
-        unknown = [v for v in given if v == NOT_A_LITERAL or isinstance(v, frozenset)]
-        return None if unknown else False
+        unread = [v for v in given if v == NOT_A_LITERAL or isinstance(v, frozenset)]
+        return None if unread else False
     unknown = False
     for name, index in (("stride", 3), ("dilation", 5)):
         v = site.arg(name, index)

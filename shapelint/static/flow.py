@@ -141,7 +141,7 @@ def _module_item(v: Value) -> Value:
     """One module of a ModuleList or Sequential: its class and, where all items are of one
     class, the literal arguments its first item was built with (a stride rules SL106)."""
     one = v.detail and "|" not in v.detail and isinstance(v.const, tuple)
-    init = dict(v.const).get(v.detail) if one else None  # type: ignore[arg-type]
+    init = dict(v.const).get(v.detail) if one else None
     return Value(kinds=frozenset({Kind.MODULE}), detail=v.detail, const=init)
 
 

@@ -657,19 +657,27 @@ def _with_items(info: AttrInfo, items: List[ast.expr], module: ModuleInfo,
     return AttrInfo("module_list", "|".join(classes), init=tuple(inits))
 
 
-def _appended(node: ast.stmt) -> Optional[Tuple[str, List[ast.expr]]]:
-    """``self.<attr>.append(x)`` (``extend``, ``insert``, ``+=``): the attribute and the
-    expressions it adds (``self.layers = nn.ModuleList(); self.layers.append(Conv2d(...))``)."""
-    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
-        call = node.value
-        owner = call.func.value if isinstance(call.func, ast.Attribute) else None
-        if isinstance(owner, ast.Attribute) and _is_self(owner.value) and call.args and \
-                call.func.attr in ("append", "extend", "insert"):  # type: ignore[union-attr]
+def _growth(node: ast.stmt) -> Optional[Tuple[ast.expr, List[ast.expr]]]:
+    """``owner.append(x)`` (``extend``, ``insert``, ``owner += [...]``): the owner and the
+    expressions it adds, as a list display's items."""
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and \
+            isinstance(node.value.func, ast.Attribute):
+        call, method = node.value, node.value.func.attr
+        if method in ("append", "extend", "insert") and call.args:
             added = call.args[-1]
-            return owner.attr, [added] if call.func.attr == "extend" else [ast.List(elts=[added])]  # type: ignore[union-attr]
-    if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add) and \
-            isinstance(node.target, ast.Attribute) and _is_self(node.target.value):
-        return node.target.attr, [node.value]
+            wrapped: List[ast.expr] = [added] if method == "extend" else [ast.List(elts=[added])]
+            return node.value.func.value, wrapped
+    if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add):
+        return node.target, [node.value]
+    return None
+
+
+def _appended(node: ast.stmt) -> Optional[Tuple[str, List[ast.expr]]]:
+    """``self.<attr>`` grown in place (``self.layers = nn.ModuleList();
+    self.layers.append(Conv2d(...))``): the attribute and what it adds."""
+    grown = _growth(node)
+    if grown is not None and isinstance(grown[0], ast.Attribute) and _is_self(grown[0].value):
+        return grown[0].attr, grown[1]
     return None
 
 
@@ -687,16 +695,9 @@ def _collect_items(node: ast.stmt, items: Dict[str, List[ast.expr]]) -> None:
                     items.setdefault(t.id, []).extend(_module_items([value.right], items))
                 else:
                     items[t.id] = _module_items([value], items)
-    elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and \
-            isinstance(node.op, ast.Add):
-        items.setdefault(node.target.id, []).extend(_module_items([node.value], items))
-    elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and \
-            isinstance(node.value.func, ast.Attribute) and isinstance(node.value.func.value, ast.Name):
-        call, owner = node.value, node.value.func.value.id
-        if call.func.attr in ("append", "extend", "insert") and call.args:  # type: ignore[attr-defined]
-            added = call.args[-1]
-            wrapped = [added] if call.func.attr == "extend" else [ast.List(elts=[added])]  # type: ignore[attr-defined]
-            items.setdefault(owner, []).extend(_module_items(wrapped, items))
+    grown = _growth(node)
+    if grown is not None and isinstance(grown[0], ast.Name):
+        items.setdefault(grown[0].id, []).extend(_module_items(grown[1], items))
 
 
 def _module_items(args: List[ast.expr],
