@@ -36,7 +36,6 @@ UNUSED_SUPPRESSION = "SL001"
 PARSE_FAILURES = (SyntaxError, ValueError, RecursionError, MemoryError)
 
 
-
 @contextlib.contextmanager
 def without_cyclic_gc(freeze: bool = False) -> Iterator[None]:
     """Run a check with the cyclic collector off: the syntax trees kept for the run are

@@ -9,6 +9,7 @@ a time, only when the dataflow walks it: most code of a large tree never reaches
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
 import warnings
@@ -145,11 +146,17 @@ def _literal_arguments(call: ast.Call, read: Optional[ConfigReader] = None
             [(k.arg, k.value) for k in call.keywords if k.arg]:
         if isinstance(node, ast.Starred):
             break  # the positions after it are unknown
-        try:
-            out.append((key, ast.literal_eval(node)))
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            out.append((key, read(node) if read is not None else NOT_A_LITERAL))
+        value = _literal_or_missing(node)
+        out.append((key, read(node) if value is NOT_A_LITERAL and read is not None else value))
     return tuple(out)
+
+
+def default_pairs(args: ast.arguments) -> List[Tuple[ast.arg, ast.expr]]:
+    """Each parameter that has a default, with its default expression (positional ones
+    first, then keyword-only ones)."""
+    positional = args.posonlyargs + args.args
+    return list(zip(positional[len(positional) - len(args.defaults):], args.defaults)) + \
+        [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
 
 
 def _class_defaults(cls: "ClassInfo") -> Dict[str, object]:
@@ -161,19 +168,15 @@ def _class_defaults(cls: "ClassInfo") -> Dict[str, object]:
             (stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None)
         value = getattr(stmt, "value", None)
         if isinstance(target, ast.Name) and value is not None:
-            found[target.id] = ast_literal_or_missing(value)
+            found[target.id] = _literal_or_missing(value)
     init = cls.methods.get("__init__")
-    if init is not None:
-        a = init.tree.args
-        positional = a.posonlyargs + a.args
-        pairs = list(zip(positional[len(positional) - len(a.defaults):], a.defaults)) + \
-            [(k, d) for k, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
-        for arg, default in pairs:
-            found.setdefault(arg.arg, ast_literal_or_missing(default))
+    for arg, default in default_pairs(init.tree.args) if init is not None else ():
+        found.setdefault(arg.arg, _literal_or_missing(default))
     return {k: v for k, v in found.items() if v is not NOT_A_LITERAL}
 
 
-def ast_literal_or_missing(node: ast.expr) -> object:
+def _literal_or_missing(node: ast.expr) -> object:
+    """The value of a literal expression, else :data:`NOT_A_LITERAL`."""
     try:
         return ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
@@ -185,7 +188,7 @@ def _config_reader(init: FunctionNode, module: "ModuleInfo") -> Optional[ConfigR
     config class gives the field: ``nn.Conv1d(..., stride=config.conv_stride[layer_id])`` is
     built with one of ``(5, 2, 2, 2, 2, 2, 2)``, a frozenset of them (an element at an index
     not known here). The class is the ``config`` parameter's annotation, else the one
-    ``*Config`` class the module imports or defines. None where there is no such class."""
+    ``*Config`` class the module imports or defines. None where there is no such name."""
     project = module.project
     params = {a.arg: a for a in init.args.posonlyargs + init.args.args + init.args.kwonlyargs}
     cfg = params.get("config")
@@ -197,10 +200,14 @@ def _config_reader(init: FunctionNode, module: "ModuleInfo") -> Optional[ConfigR
         if len(names) != 1:
             return None
         name = names.pop()
-    found = project.lookup(module.resolve(name), module)
-    if not isinstance(found, ClassInfo):
-        return None
-    defaults = found.defaults
+    qualname = module.resolve(name)
+
+    @functools.lru_cache(maxsize=None)
+    def defaults() -> Dict[str, object]:
+        """Looked up on the first field read: most classes read none, and the lookup may
+        parse the config's module."""
+        found = project.lookup(qualname, module)
+        return found.defaults if isinstance(found, ClassInfo) else {}
 
     def field(node: ast.expr) -> Optional[str]:
         if isinstance(node, ast.Attribute) and (
@@ -212,14 +219,14 @@ def _config_reader(init: FunctionNode, module: "ModuleInfo") -> Optional[ConfigR
 
     def read(node: ast.expr) -> object:
         name = field(node.value if isinstance(node, ast.Subscript) else node)
-        if name is None or name not in defaults:
+        if name is None or name not in defaults():
             return NOT_A_LITERAL
-        value = defaults[name]
+        value = defaults()[name]
         if not isinstance(node, ast.Subscript):
             return value
         if not isinstance(value, (tuple, list)) or not value:
             return NOT_A_LITERAL
-        index = ast_literal_or_missing(node.slice)
+        index = _literal_or_missing(node.slice)
         if isinstance(index, int) and -len(value) <= index < len(value):
             return value[index]
         items = frozenset(v for v in value if isinstance(v, (int, float, str, bool)))
@@ -610,9 +617,7 @@ def _statements(body: List[ast.stmt]) -> Iterable[ast.stmt]:
 def _init_attrs(init: FunctionNode, module: ModuleInfo) -> Dict[str, AttrInfo]:
     """``self.<attr> = ...`` in ``__init__``, classified by what is stored."""
     params = {a.arg: a for a in init.args.posonlyargs + init.args.args + init.args.kwonlyargs}
-    defaults = dict(zip([a.arg for a in (init.args.posonlyargs + init.args.args)][::-1],
-                        init.args.defaults[::-1]))
-    defaults.update({a.arg: d for a, d in zip(init.args.kwonlyargs, init.args.kw_defaults) if d})
+    defaults = {a.arg: d for a, d in default_pairs(init.args)}
     attrs: Dict[str, AttrInfo] = {}
     local_items: Dict[str, List[ast.expr]] = {}
     read = _config_reader(init, module)

@@ -31,7 +31,8 @@ import networkx as nx
 from shapelint.config import Settings
 from shapelint.static import dynamo
 from shapelint.static.evidence import SEQUENCE, TENSOR, parameter_uses
-from shapelint.static.project import ClassInfo, FunctionInfo, ModuleInfo, Project, ast_dotted
+from shapelint.static.project import (ClassInfo, FunctionInfo, ModuleInfo, Project, ast_dotted,
+                                      default_pairs)
 from shapelint.static.target_inputs import TargetDims
 from shapelint.static.types import param_kinds
 from shapelint.values import (NUMBERS, UNKNOWN, UNKNOWN_DIM, Dim, DimInfo, Dims, Kind, Origin, Tag,
@@ -141,10 +142,8 @@ class Regions:
             names.extend(self._through_helpers(names, cls.module))
             args = m.tree.args
             params_in_loops = {n for n, looped in names if looped}
-            positional = list(args.posonlyargs) + list(args.args)
-            pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults)) + \
-                [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
-            names.extend((ast_dotted(d) or "", a.arg in params_in_loops) for a, d in pairs)
+            names.extend((ast_dotted(d) or "", a.arg in params_in_loops)
+                         for a, d in default_pairs(args))
             for name, looped in names:
                 if not name or not name.lstrip("_")[:1].isalpha() or \
                         not name.split(".")[-1].lstrip("_")[:1].isupper():  # `_InvertedResidual`
