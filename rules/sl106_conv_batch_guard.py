@@ -135,6 +135,31 @@ class Encoder(nn.Module):
         return self.pos(x)  # error: SL106
 def inputs(batch):
     return (torch.randn(batch, 4, 64),)
+''', '''
+import torch
+from torch import nn
+class SqueezeExcite(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.reduce = nn.Conv2d(c, c, 1)  # runs inside Net's graph, after the stem's guard
+    def forward(self, x):
+        return x * self.reduce(x.mean((2, 3), keepdim=True)).sigmoid()
+class Block(nn.Module):
+    def __init__(self, c, se_layer=None):
+        super().__init__()
+        self.se = se_layer(c) if se_layer else nn.Identity()
+    def forward(self, x):
+        return self.se(x)
+class Net(nn.Module):
+    def __init__(self, se_layer=None):
+        super().__init__()
+        se_layer = se_layer or SqueezeExcite  # the class the block is handed
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.block = Block(8, se_layer=se_layer)
+    def forward(self, x):
+        return self.block(self.stem(x))  # error: SL106
+def inputs(batch):
+    return (torch.randn(batch, 3, 8, 8),)
 ''']
 
     def __init__(self, sink: ReportSink) -> None:

@@ -336,8 +336,9 @@ _LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.Gener
 
 
 def _referenced(node, looped: bool, out: List[Tuple[str, bool]]) -> None:
-    """Names called or passed to a call under ``node`` (not in isinstance/issubclass), each
-    with whether it sits in a loop or a comprehension."""
+    """Names called or passed to a call under ``node`` (not in isinstance/issubclass), or
+    chosen as a fallback (``layer or Default``, ``A if flag else B``: the class a builder is
+    then handed), each with whether it sits in a loop or a comprehension."""
     if isinstance(node, list):
         for n in node:
             _referenced(n, looped, out)
@@ -351,6 +352,9 @@ def _referenced(node, looped: bool, out: List[Tuple[str, bool]]) -> None:
         out.append((fname, looped))
         out.extend((ast_dotted(a) or "", looped) for a in node.args)
         out.extend((ast_dotted(k.value) or "", looped) for k in node.keywords)
+    elif isinstance(node, (ast.BoolOp, ast.IfExp)):  # `se_layer = se_layer or SqueezeExcite`
+        values = node.values if isinstance(node, ast.BoolOp) else [node.body, node.orelse]
+        out.extend((ast_dotted(v) or "", looped) for v in values)
     inner = looped or isinstance(node, _LOOPS)
     for child in ast.iter_child_nodes(node):
         _referenced(child, inner, out)
