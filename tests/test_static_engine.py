@@ -520,6 +520,44 @@ def test_a_convolution_of_unknown_stride_ends_the_search_for_the_guarding_one(tr
     assert found == [("m.py", 25, "SL106")]
 
 
+def test_a_variant_of_a_nested_block_is_not_a_model_of_its_own(tree):
+    """A subclass that keeps a nested block's ``forward`` and changes only what ``__init__``
+    builds (transformers' modular files) is walked where the block is built, not as a
+    compiled region of its own: here the net's first convolution has a stride not known
+    statically, so nothing after it is reported, whether in the block or its variant."""
+    found = tree({"m.py": """
+        import torch
+        from torch import nn
+
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(8, 8, 3, padding=1)
+
+            def forward(self, x):
+                return self.conv(x)
+
+        class NormedBlock(Block):
+            def __init__(self):
+                super().__init__()
+                self.norm = nn.BatchNorm2d(8)
+
+        class Net(nn.Module):
+            def __init__(self, stride):
+                super().__init__()
+                self.stem = nn.Conv2d(3, 8, 3, stride=stride)
+                self.block = Block()
+
+            def forward(self, x):
+                return self.block(self.stem(x))
+
+        class Head(Block):
+            def forward(self, x):  # a forward of its own: a model of its own
+                return self.conv(x).mean()
+        """}, select=["SL106"])
+    assert found == [("m.py", 28, "SL106")], found  # Head's own forward only
+
+
 def test_a_slice_of_a_shape_picks_dims(tree):
     """``h, w = x.shape[-2:]`` are the image's last two dims, not a slice of the batch dim
     (timm's `scale_image` was flagged as branching on the batch)."""

@@ -116,17 +116,31 @@ class Regions:
     def _outermost(self, modules: List[ModuleInfo]) -> Set[str]:
         """Module classes no other module class of the tree builds (networkx: in-degree 0)."""
         g = self.containment
+        classes: Dict[str, ClassInfo] = {}
         for mod in modules:
             for cls in mod.classes.values():
                 if not self.project.is_nn_module(cls):
                     continue
                 g.add_node(cls.qualname)
+                classes[cls.qualname] = cls
                 for built, repeated in self._builds(cls):
                     if built.qualname != cls.qualname:
                         g.add_edge(cls.qualname, built.qualname, repeated=repeated)
         # losses, matchers and metrics run beside the model (a training step computes them on
         # its outputs), not inside the graph a server or a training loop compiles
-        return {n for n in g.nodes if g.in_degree(n) == 0 and not NOT_A_MODEL.search(n)}
+        return {n for n in g.nodes if g.in_degree(n) == 0 and not NOT_A_MODEL.search(n)
+                and not (n in classes and self._variant_of_nested(classes[n]))}
+
+    def _variant_of_nested(self, cls: ClassInfo) -> bool:
+        """A subclass that keeps a nested block's ``forward`` (it changes only what
+        ``__init__`` builds) is that block again: a variant built where the block is
+        (transformers' modular files subclass a block and leave building it to the code they
+        generate), not a model of its own."""
+        if "forward" in cls.methods:
+            return False
+        fwd = self.project.method(cls, "forward")
+        owner = fwd.cls if fwd is not None else None
+        return owner is not None and self.is_nested_module(owner.qualname)
 
     def _builds(self, cls: ClassInfo) -> List[Tuple[ClassInfo, bool]]:
         """Module classes that ``cls`` builds or hands to a builder outside ``forward``
