@@ -762,12 +762,16 @@ def static_root(ref: Optional[str]) -> str:
     commit = subprocess.run(["git", "rev-parse", ref], cwd=REPO, capture_output=True, text=True,
                             check=True).stdout.strip()
     dest = os.path.join(DOWNLOADS, "zoo-static", commit[:12])
-    if not os.path.isfile(os.path.join(dest, "shapelint", "cli.py")):
+    if not os.path.isfile(os.path.join(dest, "shapelint", "rules", "__init__.py")):
         shutil.rmtree(dest, ignore_errors=True)
         os.makedirs(dest)
         archive = subprocess.run(["git", "archive", commit, "shapelint", "rules"], cwd=REPO,
                                  capture_output=True, check=True).stdout
         subprocess.run(["tar", "-x", "-C", dest], input=archive, check=True)
+        # REF's rules as ``shapelint.rules`` inside REF's package: an editable install maps
+        # that name to the working tree's rules/, which would judge REF's engine with today's
+        # rules
+        shutil.copytree(os.path.join(dest, "rules"), os.path.join(dest, "shapelint", "rules"))
     return dest
 
 
