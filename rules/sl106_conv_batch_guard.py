@@ -80,6 +80,22 @@ class Subsampler(nn.Module):
         return x
 def inputs(batch):
     return (torch.randn(batch, 8, 64),)
+''', '''
+import torch
+from torch import nn
+class Upsample(nn.Module):
+    def __init__(self, c=4):
+        super().__init__()
+        self.scale = nn.ModuleList()
+        self.scale.append(nn.ConvTranspose2d(c, c, kernel_size=2, stride=2))
+        self.scale.append(nn.GELU())
+        self.scale.append(nn.ConvTranspose2d(c, c, kernel_size=2, stride=2))
+    def forward(self, x):
+        for layer in self.scale:  # every convolution item strided: no guard
+            x = layer(x)
+        return x
+def inputs(batch):
+    return (torch.randn(batch, 4, 8, 8),)
 ''']
     INVALID = ['''
 import torch
@@ -160,6 +176,22 @@ class Net(nn.Module):
         return self.block(self.stem(x))  # error: SL106
 def inputs(batch):
     return (torch.randn(batch, 3, 8, 8),)
+''', '''
+import torch
+from torch import nn
+class Subsampling(nn.Module):
+    def __init__(self, c=4):
+        super().__init__()
+        self.layers = nn.ModuleList()
+        self.layers.append(nn.Conv2d(1, c, 3, stride=2, padding=1))
+        self.layers.append(nn.ReLU())
+        self.layers.append(nn.Conv2d(c, c, kernel_size=1))  # stride 1, run by the same loop
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)  # error: SL106
+        return x
+def inputs(batch):
+    return (torch.randn(batch, 1, 16, 16),)
 ''']
 
     def __init__(self, sink: ReportSink) -> None:
@@ -196,6 +228,15 @@ def _over_one(value: object) -> bool:
     return any(isinstance(v, int) and v > 1 for v in values)
 
 
+def _built_strided(stride: object, dilation: object) -> Optional[bool]:
+    """Whether a module built with these literals is strided or dilated; None: not known."""
+    given = [stride, dilation]
+    if any(_over_one(v) for v in given):
+        return True
+    unread = [v for v in given if v == NOT_A_LITERAL or isinstance(v, frozenset)]
+    return None if unread else False
+
+
 def _strided_or_dilated(site: Call) -> Optional[bool]:
     """A stride or a dilation over 1 in some dim: measured on torch 2.13 (CPU, dynamic batch
     2 then 16), Conv1d/2d/3d and ConvTranspose2d with stride 2, (1, 2) or dilation 2 add no
@@ -203,11 +244,12 @@ def _strided_or_dilated(site: Call) -> Optional[bool]:
     ``__init__`` built the module with; ``F.conv2d`` calls read the call's own. None: a stride
     or dilation given as an expression (``stride=patch_size``, ``self.stride``), unknown here."""
     if site.module_class:
-        given = [site.built_with("stride", 3), site.built_with("dilation", 5)]
-        if any(_over_one(v) for v in given):
-            return True
-        unread = [v for v in given if v == NOT_A_LITERAL or isinstance(v, frozenset)]
-        return None if unread else False
+        # an item of a module list: the loop runs every item at this line, so one of stride 1
+        # adds the guard here whatever the others are
+        verdicts = {_built_strided(stride, dilation) for stride, dilation in
+                    zip(site.built_with_each("stride", 3) or (None,),
+                        site.built_with_each("dilation", 5) or (None,))}
+        return False if False in verdicts else None if None in verdicts else True
     unknown = False
     for name, index in (("stride", 3), ("dilation", 5)):
         v = site.arg(name, index)

@@ -22,7 +22,7 @@ from typing import (TYPE_CHECKING, Any, ClassVar, Dict, FrozenSet, Optional, Pro
 
 from shapelint.static import dynamo
 from shapelint.static.dynamo import Effect, size_function
-from shapelint.static.project import NOT_A_LITERAL
+from shapelint.static.project import NOT_A_LITERAL, BuiltItems
 from shapelint.values import (CONST_DIM, UNKNOWN, UNKNOWN_DIM, UNKNOWN_DIMS, Dim, DimInfo, Dims,
                               Kind, Origin, Tag, Value, join_dims, tracked)
 
@@ -187,15 +187,23 @@ class Call(Site):
         ``NOT_A_LITERAL`` when passed as an expression (``stride=patch_size``). A field of the
         model's config (``stride=config.conv_stride[i]``) reads as the default its config
         class gives it; an item at an index not known statically as a frozenset of the
-        items it may be."""
+        items it may be. For an item of a module list, the first item of this class."""
+        each = self.built_with_each(name, index)
+        return each[0] if each else None
+
+    def built_with_each(self, name: str, index: Optional[int] = None) -> Tuple[Any, ...]:
+        """:meth:`built_with` for every way the module called here was built: one for a
+        module attribute; for an item of a module list (``for layer in self.layers:``) or a
+        Sequential, one per distinct item of this class, since the call runs them all.
+        Empty when how it was built is not known."""
         recv = self.receiver
         init = recv.const if recv is not None and recv.kinds & {Kind.MODULE, Kind.MODULES} else None
         if isinstance(init, tuple) and recv is not None and Kind.MODULES in recv.kinds:
-            init = dict(init).get(self.module_class)  # a Sequential: its item of this class
-        if not isinstance(init, tuple):
-            return None
-        found = dict(init)
-        return found.get(name, found.get(index) if index is not None else None)
+            init = BuiltItems(init)  # a Sequential called: its items of this class
+        inits = init.of(self.module_class) if isinstance(init, BuiltItems) else \
+            (init,) if isinstance(init, tuple) else ()
+        return tuple(dict(found).get(name, dict(found).get(index) if index is not None else None)
+                     for found in inits)
 
     def arg_expr(self, name: str, index: Optional[int] = None) -> Optional["cst.BaseExpression"]:
         """The expression passed for parameter ``name`` (see :meth:`arg`)."""

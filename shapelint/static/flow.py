@@ -24,7 +24,7 @@ import networkx as nx
 from shapelint import api
 from shapelint.static import callees, dynamo, results, shapes
 from shapelint.static.frames import Frames
-from shapelint.static.project import FunctionInfo, ModuleInfo, Project, dotted as _dotted
+from shapelint.static.project import BuiltItems, FunctionInfo, ModuleInfo, Project, dotted as _dotted
 from shapelint.static.regions import Regions
 from shapelint.static.types import ast_literal, ast_param_kinds, kinds_of_ast_annotation, literal
 from shapelint.values import (CONST_DIM, NUMBERS, UNKNOWN, Dim, DimInfo, Dims, Kind, Origin, Tag, Value,
@@ -138,11 +138,10 @@ class Signature:
 
 
 def _module_item(v: Value) -> Value:
-    """One module of a ModuleList or Sequential: its class and, where all items are of one
-    class, the literal arguments its first item was built with (a stride rules SL106)."""
-    one = v.detail and "|" not in v.detail and isinstance(v.const, tuple)
-    init = dict(v.const).get(v.detail) if one else None
-    return Value(kinds=frozenset({Kind.MODULE}), detail=v.detail, const=init)
+    """One module of a ModuleList or Sequential: the classes it may be and how each item was
+    built (the strides SL106 reads)."""
+    built = BuiltItems(v.const) if isinstance(v.const, tuple) else None
+    return Value(kinds=frozenset({Kind.MODULE}), detail=v.detail, const=built)
 
 
 def signature(fn: FunctionInfo) -> Signature:

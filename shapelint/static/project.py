@@ -9,6 +9,7 @@ a time, only when the dataflow walks it: most code of a large tree never reaches
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import os
 import re
@@ -134,6 +135,21 @@ NOT_A_LITERAL = "<not a literal>"
 
 
 ConfigReader = Callable[[ast.expr], object]
+
+#: the literal arguments a module was built with: (keyword or position, value) pairs
+Arguments = Tuple[Tuple[object, object], ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class BuiltItems:
+    """How the items of a module list were built, as distinct (class, arguments) pairs: what
+    an item taken from it (``for layer in self.layers:``) may be. A loop over the list runs
+    every one of them at the same line."""
+
+    pairs: Tuple[Tuple[str, Arguments], ...]
+
+    def of(self, cls: str) -> Tuple[Arguments, ...]:
+        return tuple(args for c, args in self.pairs if c == cls)
 
 
 def _literal_arguments(call: ast.Call, read: Optional[ConfigReader] = None
@@ -649,16 +665,21 @@ def _init_attrs(init: FunctionNode, module: ModuleInfo) -> Dict[str, AttrInfo]:
 def _with_items(info: AttrInfo, items: List[ast.expr], module: ModuleInfo,
                 read: Optional[ConfigReader]) -> AttrInfo:
     """A module list with ``items`` added: its element classes in order ("A|B|C"; a Sequential
-    runs them one after another, iterating a ModuleList of mixed blocks may give any), each
-    with the arguments its first item was built with."""
+    runs them one after another, iterating a ModuleList of mixed blocks may give any), and
+    each distinct way an item was built (its class and literal arguments): a loop over the
+    list runs every one of them at the same line."""
     classes = [c for c in info.cls.split("|") if c]
     inits = list(info.init)
     for item in items:
         if isinstance(item, ast.Call):
             name = module.resolve(ast_dotted(item.func) or "")
-            if name and name not in classes:
+            if not name:
+                continue
+            if name not in classes:
                 classes.append(name)
-                inits.append((name, _literal_arguments(item, read)))
+            built = (name, _literal_arguments(item, read))
+            if built not in inits:
+                inits.append(built)
     return AttrInfo("module_list", "|".join(classes), init=tuple(inits))
 
 
