@@ -8,7 +8,9 @@ class PythonIO(Rule):
     `warnings.warn(...)` inside a compiled region (measured: each graph-breaks on torch 2.13),
     where they run on the path the model takes as configured: a warning under a test of
     settings (`if use_cache and self.training:`, `if verbose:`, `if head_mask is not None:`)
-    or on a path that raises is not reported; one under a test of sizes or data is.
+    or on a path that raises is not reported; one under a test of sizes or data is, and so is
+    one on the side an optional input takes when the caller leaves it out
+    (`if prompt_ids is None: logger.warning_once(...)`).
 
     ## Why is this bad?
     Dynamo cannot put I/O in a graph: it breaks the graph, runs the call eagerly and starts a
@@ -52,6 +54,20 @@ class M(torch.nn.Module):
         logger.debug("step")  # error: SL203
         warnings.warn("slow path")  # error: SL203
         return x
+''', '''
+import logging
+import torch
+logger = logging.getLogger(__name__)
+class M(torch.nn.Module):
+    def forward(self, x, prompt_ids=None, head_mask=None):
+        if prompt_ids is None:  # left out, as callers usually do
+            logger.warning("no prompt ids: detecting the language")  # error: SL203
+            prompt_ids = torch.zeros(1)
+        if head_mask is not None:  # given only by callers configured that way
+            logger.warning("head_mask is ignored")
+        return x + prompt_ids
+def inputs(batch):
+    return (torch.randn(batch, 4),)
 ''']
 
     def on_call(self, site: Call) -> None:

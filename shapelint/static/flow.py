@@ -412,17 +412,21 @@ class Walker:
         elif isinstance(node, cst.Finally):
             self.suite(node.body)
 
-    def branches(self, *arms: Tuple[Optional[cst.CSTNode], Dict[str, Value]]) -> None:
-        """Walk alternative suites from the same state (each with the names its test narrows)
-        and join what each leaves behind."""
+    def branches(self, *arms: Tuple[Optional[cst.CSTNode], Dict[str, Value], bool]) -> None:
+        """Walk alternative suites from the same state (each with the names its test narrows,
+        and whether it runs only in some configurations) and join what each leaves behind."""
         start = dict(self.env)
         joined: Optional[Dict[str, Value]] = None
         ended = 0
-        for suite, narrowed in arms:
+        for suite, narrowed, configured in arms:
             self.env = dict(start)
             self.env.update(narrowed)
             self.done = False
-            self.suite(suite)
+            self.flag_guards += configured
+            try:
+                self.suite(suite)
+            finally:
+                self.flag_guards -= configured
             if self.done:  # this arm returned or raised: nothing of it reaches what follows
                 ended += 1
                 continue
@@ -458,7 +462,7 @@ class Walker:
                 self.loops += 1
                 try:
                     for _ in range(2):  # loop-carried values
-                        self.branches((s.body, {}), (None, {}))
+                        self.branches((s.body, {}, False), (None, {}, False))
                 finally:
                     self.loops -= 1
                 self.suite(s.orelse)
@@ -469,7 +473,7 @@ class Walker:
                 try:
                     for _ in range(2):
                         self.bind(s.target, self.elem(it))
-                        self.branches((s.body, {}), (None, {}))
+                        self.branches((s.body, {}, False), (None, {}, False))
                 finally:
                     self.loops -= 1
                 self.suite(s.orelse)
@@ -490,13 +494,13 @@ class Walker:
                         self.bind(h.name.name, UNKNOWN)
                     # it runs or not: what it binds joins what the body bound (`except
                     # ImportError: scan = None` leaves `scan` a function or None)
-                    self.branches((None, {}), (h.body, {}))
+                    self.branches((None, {}, False), (h.body, {}, False))
                 self.suite(s.orelse)
                 self.suite(s.finalbody)
                 self.done = False
             elif isinstance(s, cst.Match):
                 self.condition(s.subject, "match")
-                self.branches(*[(c.body, {}) for c in s.cases])
+                self.branches(*[(c.body, {}, False) for c in s.cases])
             # nested defs and classes are analysed when called through a name we cannot resolve
         except RecursionError as exc:  # pragma: no cover - bounded by MAX_EXPRESSION_DEPTH
             raise TooDeep() from exc
@@ -517,19 +521,20 @@ class Walker:
             self.suite(s.body if fixed else s.orelse)
             return
         yes, no = self.narrow(s.test)
-        arms: List[Tuple[Optional[cst.CSTNode], Dict[str, Value]]] = []
-        if not body_raises:
-            arms.append((s.body, yes))
-        if not else_raises:
-            arms.append((s.orelse, no))
         flag, data = self.flag_test, self.data_test
-        self.flag_guards += flag
+        # the side an optional input's default (None) takes runs as the model is usually
+        # called: it is not a configuration's path
+        default = self._default_side(yes, no) if flag else None
+        arms: List[Tuple[Optional[cst.CSTNode], Dict[str, Value], bool]] = []
+        if not body_raises:
+            arms.append((s.body, yes, flag and default is not True))
+        if not else_raises:
+            arms.append((s.orelse, no, flag and default is not False))
         self.data_guards += data
         try:
             if arms:
                 self.branches(*arms)
         finally:
-            self.flag_guards -= flag
             self.data_guards -= data
         if body_raises != else_raises:  # a validation check: what it checked holds from here
             self.learn(s.test, holds=else_raises)
@@ -821,6 +826,15 @@ class Walker:
         if isinstance(node, cst.Name):
             return self.env.get(node.value, UNKNOWN)
         return literal(node)
+
+    def _default_side(self, yes: Dict[str, Value], no: Dict[str, Value]) -> Optional[bool]:
+        """The side of a test (True: its body) on which an optional input of the compiled
+        entry is None, as when the caller leaves it out (``if prompt_ids is None:``)."""
+        for side, narrowed in ((True, yes), (False, no)):
+            for name, v in narrowed.items():
+                if v.kinds == {Kind.NONE} and id(self.env.get(name)) in self.a.graph_inputs:
+                    return side
+        return None
 
     def narrow(self, test: cst.BaseExpression) -> Tuple[Dict[str, Value], Dict[str, Value]]:
         """What ``test`` says of names on its true and its false side: ``x is None``,
