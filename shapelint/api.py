@@ -202,8 +202,8 @@ class Call(Site):
             init = BuiltItems(init)  # a Sequential called: its items of this class
         inits = init.of(self.module_class) if isinstance(init, BuiltItems) else \
             (init,) if isinstance(init, tuple) else ()
-        return tuple(dict(found).get(name, dict(found).get(index) if index is not None else None)
-                     for found in inits)
+        found = [dict(args) for args in inits]
+        return tuple(f.get(name, f.get(index) if index is not None else None) for f in found)
 
     def arg_expr(self, name: str, index: Optional[int] = None) -> Optional["cst.BaseExpression"]:
         """The expression passed for parameter ``name`` (see :meth:`arg`)."""
