@@ -41,7 +41,7 @@ class ConvBatchGuard(Rule):
     evidence = ("recompile",)
     # held-out real code: 18 of 18 in issue 19's independent, torch-judged sample of library
     # findings and 14 of 16 on the zoo's held-out half (bench/zoo.py score --split held-out,
-    # 480 models replayed): 32 of 34 together. The zoo's half alone decides once it has
+    # 497 models replayed): 32 of 34 together. The zoo's half alone decides once it has
     # judged 20 of its findings (the README's policy); under 0.9, SL106 goes to preview
     measured_precision = 0.94  # 32 of 34
     hint = "warm up with a batch >= 16 as well, or accept one extra compile"
