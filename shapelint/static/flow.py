@@ -24,7 +24,8 @@ import networkx as nx
 from shapelint import api
 from shapelint.static import callees, dynamo, results, shapes
 from shapelint.static.frames import Frames
-from shapelint.static.project import BuiltItems, FunctionInfo, ModuleInfo, Project, dotted as _dotted
+from shapelint.static.project import (BuiltItems, FunctionInfo, ModuleInfo, Project, default_pairs,
+                                      dotted as _dotted)
 from shapelint.static.regions import Regions
 from shapelint.static.types import ast_literal, ast_param_kinds, kinds_of_ast_annotation, literal
 from shapelint.values import (CONST_DIM, NUMBERS, UNKNOWN, Dim, DimInfo, Dims, Kind, Origin, Tag, Value,
@@ -129,9 +130,9 @@ class Signature:
         #: the ``*args`` and ``**kwargs`` parameters' names
         self.star = args.vararg.arg if args.vararg is not None else None
         self.star_kw = args.kwarg.arg if args.kwarg is not None else None
-        positional = list(args.posonlyargs) + list(args.args)
-        defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
-        for a, d in list(zip(positional, defaults)) + list(zip(args.kwonlyargs, args.kw_defaults)):
+        defaults = {a.arg: d for a, d in default_pairs(args)}
+        for a in list(args.posonlyargs) + list(args.args) + list(args.kwonlyargs):
+            d = defaults.get(a.arg)
             self.kinds[a.arg] = ast_param_kinds(a.annotation, d)
             if d is not None:
                 self.defaults[a.arg] = ast_literal(d)

@@ -152,8 +152,7 @@ class BuiltItems:
         return tuple(args for c, args in self.pairs if c == cls)
 
 
-def _literal_arguments(call: ast.Call, read: Optional[ConfigReader] = None
-                       ) -> Tuple[Tuple[object, object], ...]:
+def _literal_arguments(call: ast.Call, read: Optional[ConfigReader] = None) -> Arguments:
     """The arguments of ``call``: literals (``3``, ``(2, 2)``, ``True``) as their values, a
     config field as ``read`` gives it (see :func:`_config_reader`), any other expression
     (``stride=patch_size``) as :data:`NOT_A_LITERAL`."""
