@@ -95,6 +95,8 @@ RECORDS = os.path.join(HERE, "zoo_records")
 PIN_FILE = os.path.join(RECORDS, "_harness.json")
 TUNE_FILE = os.path.join(RECORDS, "_tune.txt")
 CATALOGUE_FILE = os.path.join(RECORDS, "_catalogue.json")
+#: bump when the builder lists other names for the same libraries (2: transformers variants)
+CATALOGUE_FORMAT = 2
 PROBES = os.path.join(DOWNLOADS, "zoo-probe.jsonl")
 WORK = os.path.join(DOWNLOADS, "zoo-work")
 
@@ -261,9 +263,15 @@ def forced_tune() -> Set[str]:
 def split_of(name: str, forced: Optional[Set[str]] = None) -> str:
     """``tune`` or ``held-out``: forced ``tune`` when cited as evidence, else by the parity of
     the first byte of sha256(name) (stable across machines, versions and catalogue changes)."""
+    name = base_model(name)  # a variant replays the same code: the same half
     if name in (forced if forced is not None else forced_tune()):
         return "tune"
     return "tune" if hashlib.sha256(name.encode()).digest()[0] % 2 == 0 else "held-out"
+
+
+def base_model(name: str) -> str:
+    """The model a variant (``hf_mixtral__experts_eager``: one more setting) replays."""
+    return name.partition("__")[0]
 
 
 # -- the pinned harness ---------------------------------------------------------------------------
@@ -445,7 +453,8 @@ def catalogue(refresh: bool = False) -> List[str]:
     """Every model name (bench/zoo_build.py ``catalogue``), kept in _catalogue.json with the
     library versions it was listed from."""
     doc = load_json(CATALOGUE_FILE) or {}
-    if not refresh and doc.get("libraries") == LIBRARIES and doc.get("names"):
+    if not refresh and doc.get("libraries") == LIBRARIES and doc.get("names") \
+            and doc.get("format") == CATALOGUE_FORMAT:
         return list(doc["names"])
     names: List[str] = []
     for lib in ("transformers", "timm", "diffusers", "torchvision"):  # one process each: timm
@@ -454,7 +463,8 @@ def catalogue(refresh: bool = False) -> List[str]:
         if proc.returncode != 0:
             raise SystemExit(f"zoo: listing the {lib} catalogue failed:\n{proc.stderr[-3000:]}")
         names += [n for n in proc.stdout.split() if n]
-    write_json(CATALOGUE_FILE, {"libraries": LIBRARIES, "names": names}, indent=0)
+    write_json(CATALOGUE_FILE, {"libraries": LIBRARIES, "format": CATALOGUE_FORMAT,
+                                "names": names}, indent=0)
     return names
 
 
@@ -940,7 +950,10 @@ def score_data(split: str, static_ref: Optional[str] = None,
         if state == "partial":
             partial.append({"name": rec["name"], "error": why})
         used.append(rec)
-    out.update(models=len(used), failed=failed, partial=partial, stale=stale)
+    # a model counts once however many variants of it replayed
+    out.update(models=len({base_model(r["name"]) for r in used}),
+               variants=sum(1 for r in used if base_model(r["name"]) != r["name"]),
+               failed=failed, partial=partial, stale=stale)
     stmts = Statements()
     executed: Dict[str, Set[int]] = {}
     blame: Dict[str, Set[int]] = {}  # precision: every place any joinable event names

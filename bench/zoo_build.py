@@ -12,6 +12,8 @@
 - ``diffusers_<Class>``: every class diffusers exports from ``diffusers.models`` whose module
   sits under ``unets``, ``transformers``, ``autoencoders`` or ``controlnets``.
 - ``tv_<builder>``: every builder of ``torchvision.models.list_models()`` (see ``_torchvision``).
+- ``hf_<model_type>__<variant>``: the same base model with one setting the library's default
+  never runs (``HF_VARIANTS``; ``experts_eager``: the per-expert loop, not ``grouped_mm``).
 
 **Tiny configs** (``shrink``): the architecture's default config (``ConfigClass()``, or the
 defaults of a diffusers ``__init__``), every field renamed by one table of name patterns
@@ -492,9 +494,39 @@ def _default_mrope(cfg: Dict[str, Any], model_cls: Any) -> None:
         cfg["rope_parameters"] = dict(rope, mrope_section=[half - 2 * third, third, third])
 
 
-def build_hf(model_type: str):
+#: settings a replay of the same architecture adds where the library's default never runs the
+#: code a finding sits on: ``hf_<type>__<variant>`` (same code, so the same split)
+HF_VARIANTS = {
+    # transformers dispatches mixture-of-experts layers to a fused ``grouped_mm`` kernel unless
+    # asked for ``eager``, the per-expert loop people write and compile themselves
+    "experts_eager": "@use_experts_implementation",
+}
+
+
+def hf_variants(model_type: str) -> List[str]:
+    """The variants whose marker is in the architecture's modeling source (read, not imported:
+    the same test transformers' ``_can_set_experts_implementation`` makes)."""
+    from transformers.models.auto.configuration_auto import model_type_to_module_name
+
+    module = model_type_to_module_name(model_type)
+    path = os.path.join(LIBS, "transformers", "models", module, f"modeling_{module}.py")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            source = fh.read()
+    except OSError:
+        return []
+    return [v for v, marker in HF_VARIANTS.items() if marker in source]
+
+
+def build_hf(key: str):
+    model_type, _, variant = key.partition("__")
     _, model_cls = _hf_classes(model_type)
-    return model_cls(hf_config(model_type))
+    model = model_cls(hf_config(model_type))
+    if variant == "experts_eager":
+        model.set_experts_implementation("eager")
+    elif variant:
+        raise ValueError(f"unknown transformers variant {variant!r} (known: {sorted(HF_VARIANTS)})")
+    return model
 
 
 # -- timm -----------------------------------------------------------------------------------------
@@ -807,6 +839,7 @@ def catalogue(libs: Optional[List[str]] = None) -> List[str]:
         from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
 
         out += [f"hf_{t}" for t in sorted(MODEL_MAPPING_NAMES)]
+        out += [f"hf_{t}__{v}" for t in sorted(MODEL_MAPPING_NAMES) for v in hf_variants(t)]
     if "timm" in libs:
         install_torchvision_shim()
         import timm
@@ -863,6 +896,9 @@ def recipe_digest(e: Entry, model: Any, use: List[str], levels: List[Dict[str, i
         cfg = {"builder": e.key, "torchvision": TV_VERSION}
     doc = {"class": type(model).__name__, "config": cfg, "use": use, "levels": levels,
            "batches": BATCHES, "version": BUILDER_VERSION}
+    variant = e.key.partition("__")[2]
+    if variant:  # absent otherwise, so the records of the plain builds keep their digests
+        doc["variant"] = variant
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
