@@ -1111,7 +1111,8 @@ def score_data(split: str, static_ref: Optional[str] = None,
 
 def print_score(d: Dict[str, Any], verbose: bool, only_rule: Optional[str]) -> None:
     print(f"zoo score, split {d['split']}: {d['models']} models replayed "
-          f"({len(d['partial'])} of them in part), {len(d['failed'])} failed, "
+          f"({len(d['partial'])} of them in part; {d['variants']} variant replays besides), "
+          f"{len(d['failed'])} failed, "
           f"{len(d['stale'])} stale records refused; {d['events']} events, "
           f"{d['executed_lines']} library lines executed; static pass ({d['static']}) over "
           f"{d['files_checked']} files in {d['check_seconds']} s")

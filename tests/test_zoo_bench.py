@@ -42,6 +42,10 @@ def test_split_is_a_stable_hash_of_the_name():
     names = [f"m{i}" for i in range(400)]
     share = sum(zoo.split_of(n, set()) == "tune" for n in names) / len(names)
     assert 0.4 < share < 0.6
+    # a variant replays its model's code: always its model's half, whatever its own hash says
+    variants = [f"{n}__experts_eager" for n in names]
+    assert [zoo.split_of(v, set()) for v in variants] == [zoo.split_of(n, set()) for n in names]
+    assert zoo.split_of("hf_albert__experts_eager", {"hf_albert"}) == "tune"
 
 
 def test_forced_tune_names_are_catalogue_names():
@@ -169,3 +173,11 @@ def test_failures_are_grouped_by_stage_and_exception():
 def test_interleave_takes_each_library_in_turn():
     names = ["hf_a", "hf_b", "hf_c", "timm_x", "tv_y", "timm_z"]
     assert zoo.interleave(names) == ["hf_a", "timm_x", "tv_y", "hf_b", "timm_z", "hf_c"]
+
+
+def test_a_variant_adds_its_replay_but_not_a_model(fake_zoo):
+    zoo.write_json(zoo.record_path("hf_fake_ok__experts_eager"),
+                   dict(zoo.load_json(zoo.record_path("hf_fake_ok")),
+                        name="hf_fake_ok__experts_eager"))
+    d = zoo.score_data("all", None)
+    assert d["models"] == 1 and d["variants"] == 1
