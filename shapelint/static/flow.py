@@ -523,14 +523,15 @@ class Walker:
             return
         yes, no = self.narrow(s.test)
         flag, data = self.flag_test, self.data_test
-        # the side an optional input's default (None) takes runs as the model is usually
-        # called: it is not a configuration's path
-        default = self._default_side(yes, no) if flag else None
+        # a test of whether the caller passed an optional input of the compiled entry
+        # (``if prompt_ids is None:``, ``elif input_ids is not None:``) is decided by how the
+        # model is called, not by a configuration: both sides are paths callers take
+        flag = flag and not self._tests_presence(yes, no)
         arms: List[Tuple[Optional[cst.CSTNode], Dict[str, Value], bool]] = []
         if not body_raises:
-            arms.append((s.body, yes, flag and default is not True))
+            arms.append((s.body, yes, flag))
         if not else_raises:
-            arms.append((s.orelse, no, flag and default is not False))
+            arms.append((s.orelse, no, flag))
         self.data_guards += data
         try:
             if arms:
@@ -828,14 +829,11 @@ class Walker:
             return self.env.get(node.value, UNKNOWN)
         return literal(node)
 
-    def _default_side(self, yes: Dict[str, Value], no: Dict[str, Value]) -> Optional[bool]:
-        """The side of a test (True: its body) on which an optional input of the compiled
-        entry is None, as when the caller leaves it out (``if prompt_ids is None:``)."""
-        for side, narrowed in ((True, yes), (False, no)):
-            for name, v in narrowed.items():
-                if v.kinds == {Kind.NONE} and id(self.env.get(name)) in self.a.graph_inputs:
-                    return side
-        return None
+    def _tests_presence(self, yes: Dict[str, Value], no: Dict[str, Value]) -> bool:
+        """Whether a test tells, on one side, that the caller left an optional input of the
+        compiled entry out (``if prompt_ids is None:``, ``elif input_ids is not None:``)."""
+        return any(v.kinds == {Kind.NONE} and id(self.env.get(name)) in self.a.graph_inputs
+                   for narrowed in (yes, no) for name, v in narrowed.items())
 
     def narrow(self, test: cst.BaseExpression) -> Tuple[Dict[str, Value], Dict[str, Value]]:
         """What ``test`` says of names on its true and its false side: ``x is None``,
