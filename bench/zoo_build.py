@@ -474,13 +474,22 @@ _MROPE_DEFAULT = re.compile(r"""\.get\(\s*["']mrope_section["']\s*,\s*\[""")
 def _default_mrope(cfg: Dict[str, Any], model_cls: Any) -> None:
     """A multimodal rotary split the model code defaults (``rope_parameters.get("mrope_section",
     [16, 24, 24])``) sums to the published head dim: give the shrunk config one that sums to
-    its own half rotary dim (Qwen2.5-VL's and GLM-4V's text models)."""
-    rope = cfg.get("rope_parameters")
-    if not isinstance(rope, dict) or "mrope_section" in rope:
-        return
+    its own half rotary dim (Qwen2.5-VL's and GLM-4V's text models), in the config and in each
+    of its sub-configs (``text_config``: where a vision-language model keeps its rotary)."""
     try:
         source = inspect.getsource(sys.modules[model_cls.__module__])
     except (OSError, TypeError, KeyError):
+        return
+    if _MROPE_DEFAULT.search(source):
+        _mrope_split(cfg)
+
+
+def _mrope_split(cfg: Dict[str, Any]) -> None:
+    for v in cfg.values():
+        if isinstance(v, dict) and "model_type" in v:
+            _mrope_split(v)
+    rope = cfg.get("rope_parameters")
+    if not isinstance(rope, dict) or "mrope_section" in rope:
         return
     heads = next((cfg[h] for h in HEADS if _is_int(cfg.get(h))), None)
     hd = cfg.get("head_dim") if _is_int(cfg.get("head_dim")) else \
@@ -488,7 +497,7 @@ def _default_mrope(cfg: Dict[str, Any], model_cls: Any) -> None:
     factor = rope.get("partial_rotary_factor", cfg.get("partial_rotary_factor", 1.0))
     if hd and isinstance(factor, (int, float)) and 0 < factor <= 1:
         hd = int(hd * factor)  # GLM rotates part of each head
-    if hd and hd >= 6 and _MROPE_DEFAULT.search(source):
+    if hd and hd >= 6:
         half = hd // 2
         third = max(1, half // 3)
         cfg["rope_parameters"] = dict(rope, mrope_section=[half - 2 * third, third, third])
