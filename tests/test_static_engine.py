@@ -664,3 +664,53 @@ def test_an_int_beside_its_tensor_is_free_only_when_torch_checks_the_tensor_firs
                 return x * n + y.sum()
         """}, select=["SL104"])
     assert found == [("m.py", 14, "SL104")]
+
+
+def test_layers_sliced_and_blocks_chosen_by_a_condition_are_walked(tree):
+    """``for layer in self.layers[: config.num_hidden_layers]:`` runs the same blocks as the
+    whole list, and ``self.attn = Linear() if linear else Full()`` / ``None if skip else
+    Indexer()`` hold a module a call runs: the walk reaches the boolean mask inside (transformers'
+    GLM-5-Next indexer was never walked)."""
+    found = tree({"m.py": """
+        import torch
+        from torch import nn
+
+        class Indexer(nn.Module):
+            def forward(self, x, mask):
+                keep = mask.bool().any(0)
+                return x[:, keep]
+
+        class LinearAttention(nn.Module):
+            def forward(self, x, mask):
+                return x.nonzero()
+
+        class Attention(nn.Module):
+            def __init__(self, skip):
+                super().__init__()
+                self.indexer = None if skip else Indexer()
+
+            def forward(self, x, mask):
+                if self.indexer is not None:
+                    x = self.indexer(x, mask)
+                return x
+
+        class Layer(nn.Module):
+            def __init__(self, kind):
+                super().__init__()
+                self.attn = LinearAttention() if kind == "linear" else Attention(kind == "shared")
+
+            def forward(self, x, mask):
+                return self.attn(x, mask)
+
+        class Model(nn.Module):
+            def __init__(self, kinds):
+                super().__init__()
+                self.layers = nn.ModuleList([Layer(k) for k in kinds])
+                self.n = len(kinds)
+
+            def forward(self, x, mask):
+                for layer in self.layers[: self.n]:
+                    x = layer(x, mask)
+                return x
+        """}, select=["SL204"])
+    assert found == [("m.py", 7, "SL204"), ("m.py", 11, "SL204")], found

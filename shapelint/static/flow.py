@@ -1036,7 +1036,9 @@ class Walker:
             return Value(kinds=_TENSOR, origin=container.origin,
                          dims=shapes.index_dims(shapes.dims_of(container), parts))
         if container.has(Kind.MODULES):
-            return Value(kinds=frozenset({Kind.MODULE}), detail=container.detail)
+            if len(parts) == 1 and parts[0][0] == "slice":
+                return container  # `self.layers[: config.num_hidden_layers]`: the same list
+            return _module_item(container)
         if container.elems is not None and single:
             i = _int_literal(node.slice[0].slice.value) if isinstance(node.slice[0].slice, cst.Index) else None
             if i is not None and -len(container.elems) <= i < len(container.elems):

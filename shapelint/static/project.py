@@ -771,6 +771,19 @@ def _classify(value: ast.expr, module: ModuleInfo, params: Dict[str, ast.arg],
         return AttrInfo("other")
     if isinstance(value, ast.JoinedStr):
         return AttrInfo("str")
+    if isinstance(value, ast.IfExp):
+        # `None if skip else Indexer(config)`: a module or nothing; where it is called it is
+        # the module (calling None raises). `A(c) if linear else B(c)`: either class, so a
+        # call runs each (as for an item of a mixed ModuleList), built with arguments unknown
+        sides = [_classify(v, module, params, defaults, local_items, read)
+                 for v in (value.body, value.orelse)]
+        modules = [side for side in sides if side.kind == "module"]
+        if len(modules) == 1 and {side.kind for side in sides} == {"none", "module"}:
+            return modules[0]
+        if len(modules) == 2:
+            classes = list(dict.fromkeys(m.cls for m in modules))
+            return modules[0] if len(classes) == 1 else AttrInfo("module", "|".join(classes))
+        return AttrInfo("other")
     if isinstance(value, ast.Name):
         param = params.get(value.id)
         if param is not None:
