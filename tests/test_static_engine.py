@@ -714,3 +714,49 @@ def test_layers_sliced_and_blocks_chosen_by_a_condition_are_walked(tree):
                 return x
         """}, select=["SL204"])
     assert found == [("m.py", 7, "SL204"), ("m.py", 11, "SL204")], found
+
+
+def test_an_inherited_forward_reads_the_subclass_modules(tree):
+    """``self`` in a method a subclass inherits is the subclass's instance: timm's ``LSTM2d``
+    runs ``RNN2dBase.forward`` with the ``nn.LSTM`` its own ``__init__`` stored over the base's
+    placeholder, and a block built as ``rnn_layer(...)`` of ``rnn_layer=LSTM2d`` is an
+    ``LSTM2d``."""
+    found = tree({"m.py": """
+        import torch
+        from torch import nn
+
+        class Placeholder(nn.Module):
+            def forward(self, x):
+                return x, None
+
+        class Base(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.rnn = Placeholder()
+
+            def forward(self, x):
+                y, _ = self.rnn(x)
+                return y
+
+        class LSTM2d(Base):
+            def __init__(self, n):
+                super().__init__(n)
+                self.rnn = nn.LSTM(n, n, batch_first=True)
+
+        class Block(nn.Module):
+            def __init__(self, rnn_layer=LSTM2d):
+                super().__init__()
+                self.rnn = rnn_layer(8)
+
+            def forward(self, x):
+                return self.rnn(x)
+
+        class Stage(nn.Module):
+            def __init__(self, block_layer=Block):
+                super().__init__()
+                self.blocks = nn.Sequential(*[block_layer() for _ in range(2)])
+
+            def forward(self, x):
+                return self.blocks(x)
+        """}, select=["SL403"])
+    assert found == [("m.py", 14, "SL403")], found

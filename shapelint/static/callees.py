@@ -41,6 +41,9 @@ class Callee:
     target: Optional[FunctionInfo] = None
     bound_self: bool = False
     module_class: str = ""
+    #: the class of ``self`` in ``target`` when it is a subclass of the class defining it
+    #: (``LSTM2d`` runs ``RNN2dBase.forward`` with the ``self.rnn_v`` its own ``__init__`` built)
+    instance: Optional[ClassInfo] = None
 
 
 def _is_self_attr(node: cst.CSTNode) -> bool:
@@ -59,7 +62,7 @@ def resolve(w: "Walker", func: cst.BaseExpression) -> Callee:
             if method in base.methods:
                 fn = base.methods[method]
                 return Callee("function", qualname=fn.qualname, method=method, target=fn,
-                              bound_self=True)
+                              bound_self=True, instance=w.cls)
         if project.is_nn_module(w.cls):  # super().__init__() of a module: nn.Module's own
             return Callee("external", qualname=f"torch.nn.Module.{method}")
         return Callee("unknown", method=method)
@@ -75,7 +78,7 @@ def resolve(w: "Walker", func: cst.BaseExpression) -> Callee:
             found = project.method(cls, method) if cls is not None else None
             if found is not None:
                 return Callee("function", qualname=found.qualname, method=method,
-                              receiver=receiver, target=found, bound_self=True)
+                              receiver=receiver, target=found, bound_self=True, instance=cls)
         return Callee("method", method=method, receiver=receiver)
     if isinstance(func, cst.Name) and func.value in w.env:
         receiver = w.ev(func)
@@ -129,7 +132,7 @@ def _self_member(w: "Walker", func: cst.Attribute) -> Callee:
     fn = project.method(w.cls, method) if info is None else None  # type: ignore[arg-type]
     if fn is not None:
         return Callee("function", qualname=fn.qualname, method=method, target=fn,
-                      bound_self=fn.is_method)
+                      bound_self=fn.is_method, instance=w.cls if fn.is_method else None)
     receiver = w.ev(func)
     if receiver.is_module or receiver.has(Kind.MODULES):
         callee = _module_call(w, receiver)
@@ -153,4 +156,4 @@ def module_callee(w: "Walker", module_class: str, receiver: Optional[Value] = No
     cls = w.a.project.class_of(module_class, w.mod) if module_class else None
     fwd = w.a.project.method(cls, "forward") if cls is not None else None
     return Callee("module", receiver=receiver, module_class=module_class, target=fwd,
-                  bound_self=fwd is not None)
+                  bound_self=fwd is not None, instance=cls)

@@ -24,7 +24,7 @@ import networkx as nx
 from shapelint import api
 from shapelint.static import callees, dynamo, results, shapes
 from shapelint.static.frames import Frames
-from shapelint.static.project import (BuiltItems, FunctionInfo, ModuleInfo, Project, default_pairs,
+from shapelint.static.project import (BuiltItems, ClassInfo, FunctionInfo, ModuleInfo, Project, default_pairs,
                                       dotted as _dotted)
 from shapelint.static.regions import Regions
 from shapelint.static.types import ast_literal, ast_param_kinds, kinds_of_ast_annotation, literal
@@ -59,10 +59,13 @@ class TooSlow(Exception):
 class FunctionContext:
     """One function being walked, as rules see it (``site.fn``; see :class:`api.Function`)."""
 
-    def __init__(self, info: FunctionInfo, root: str) -> None:
+    def __init__(self, info: FunctionInfo, root: str,
+                 instance: Optional[ClassInfo] = None) -> None:
         self.info = info
         self.module: ModuleInfo = info.module
         self.root = root
+        #: the class of ``self``: a subclass of the one defining the method, or its own
+        self.instance = instance if instance is not None else info.cls
         #: the statement the walk is in: where to look first for a node's position
         self.stmt: Optional[cst.CSTNode] = None
 
@@ -209,7 +212,7 @@ class Analyzer:
 
     # -- calls ----------------------------------------------------------------------------------
     def _analyze(self, fn: FunctionInfo, args: Dict[str, Value], root: str,
-                 flag_guarded: bool = False) -> Value:
+                 flag_guarded: bool = False, instance: Optional[ClassInfo] = None) -> Value:
         """Walk ``fn`` with ``args``, once per distinct *kind* of arguments.
 
         The memo ignores where the arguments came from and which entry got here: a helper
@@ -219,7 +222,10 @@ class Analyzer:
         # compiles on its own, its arguments its inputs (longformer's layers, called from an
         # encoder loop that broke, compile as frames of their own)
         own_frame = self.eager > 0
-        key = (id(fn), flag_guarded, own_frame, root == fn.qualname,  # (see graph_break)
+        if instance is fn.cls or not fn.is_method:
+            instance = None  # the method's own class: one walk for every caller
+        key = (id(fn), id(instance), flag_guarded, own_frame,
+               root == fn.qualname,  # (see graph_break)
                tuple(sorted((k, _shape_of(v)) for k, v in args.items())))
         hit = self._memo.get(key)
         if hit is not None:
@@ -231,7 +237,8 @@ class Analyzer:
         self._stack.append(fn.qualname)
         eager, self.eager = self.eager, 0
         try:
-            walker = Walker(self, FunctionContext(fn, root), args, flag_guarded, own_frame)
+            walker = Walker(self, FunctionContext(fn, root, instance), args, flag_guarded,
+                            own_frame)
             result = walker.run()
             self._broke[key] = walker.frames.broke
         except (TooDeep, RecursionError):
@@ -248,10 +255,10 @@ class Analyzer:
         return result
 
     def call(self, caller: FunctionContext, callee: FunctionInfo, args: Dict[str, Value],
-             flag_guarded: bool = False) -> Value:
+             flag_guarded: bool = False, instance: Optional[ClassInfo] = None) -> Value:
         self.graph.add_edge(caller.qualname, callee.qualname)
         self.graph.nodes[callee.qualname].setdefault("path", callee.module.path)
-        return self._analyze(callee, args, caller.root, flag_guarded)
+        return self._analyze(callee, args, caller.root, flag_guarded, instance)
 
     def reads_of(self, cls) -> set:
         """``self.<attr>`` names loaded anywhere in the class's methods and its bases'."""
@@ -334,7 +341,7 @@ class Walker:
         self.mod = ctx.module
         self.env: Dict[str, Value] = dict(args)
         self.returns = UNKNOWN
-        self.cls = ctx.info.cls
+        self.cls = ctx.instance
         self._passthrough = False
         #: crossed names passed straight into the call whose arguments are being evaluated,
         #: and per call node the ones it took (see ``_guard_passed``)
@@ -1454,7 +1461,8 @@ class Walker:
                 return UNKNOWN
             if target.name in target.module.custom_ops:
                 return Value(kinds=_TENSOR, origin=self.origin(node))
-            out = self._follow(target, pos, kw, callee.bound_self or callee.kind == "module")
+            out = self._follow(target, pos, kw, callee.bound_self or callee.kind == "module",
+                               callee.instance)
             self._guard_passed(node)
             return out
         if callee.kind == "module":
@@ -1482,7 +1490,7 @@ class Walker:
                 frame_input=where is None))
 
     def _follow(self, target: FunctionInfo, pos: List[Value], kw: Dict[str, Value],
-                bound_self: bool) -> Value:
+                bound_self: bool, instance: Optional[ClassInfo] = None) -> Value:
         sig = signature(target)
         params = list(sig.params)
         if target.is_method and params and params[0] in ("self", "cls"):
@@ -1515,7 +1523,8 @@ class Walker:
                 if both != have and both:
                     bound[name] = bound[name].with_(kinds=both)
         self.a.callee_broke = 0
-        result = self.a.call(self.ctx, target, bound, self.flag_guards > 0)
+        result = self.a.call(self.ctx, target, bound, self.flag_guards > 0,
+                             instance if bound_self else None)
         if self.a.callee_broke:  # the graph broke inside: this frame resumes after the call
             self.frames.callee_broke(self.ctx.stmt if self.ctx.stmt is not None else target.node,  # type: ignore[arg-type]
                                      hard=self.a.callee_broke == 2)

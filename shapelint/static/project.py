@@ -641,7 +641,7 @@ def _init_attrs(init: FunctionNode, module: ModuleInfo) -> Dict[str, AttrInfo]:
         grown = _appended(node)
         if grown is not None and grown[0] in attrs and attrs[grown[0]].kind == "module_list":
             attrs[grown[0]] = _with_items(attrs[grown[0]], _module_items(grown[1], local_items),
-                                          module, read)
+                                          module, read, defaults)
         if isinstance(node, ast.Expr):
             node = node.value  # type: ignore[assignment]  # a call statement: the call
         if isinstance(node, ast.Call):
@@ -661,8 +661,21 @@ def _init_attrs(init: FunctionNode, module: ModuleInfo) -> Dict[str, AttrInfo]:
     return attrs
 
 
+def _built_class(func: ast.expr, module: ModuleInfo,
+                 defaults: Optional[Dict[str, ast.expr]] = None) -> str:
+    """The class a call builds: its callee resolved, or, for a parameter of ``__init__``
+    (``block_layer(...)`` of ``block_layer=Sequencer2dBlock``), its default class: what a model
+    built with its defaults holds. Empty when not known."""
+    name = ast_dotted(func) or ""
+    if defaults is not None and isinstance(func, ast.Name) and func.id in defaults:
+        default = ast_dotted(defaults[func.id]) or ""
+        return module.resolve(default) if default.split(".")[-1][:1].isupper() else ""
+    return module.resolve(name) if name else ""
+
+
 def _with_items(info: AttrInfo, items: List[ast.expr], module: ModuleInfo,
-                read: Optional[ConfigReader]) -> AttrInfo:
+                read: Optional[ConfigReader],
+                defaults: Optional[Dict[str, ast.expr]] = None) -> AttrInfo:
     """A module list with ``items`` added: its element classes in order ("A|B|C"; a Sequential
     runs them one after another, iterating a ModuleList of mixed blocks may give any), and
     each distinct way an item was built (its class and literal arguments): a loop over the
@@ -671,7 +684,7 @@ def _with_items(info: AttrInfo, items: List[ast.expr], module: ModuleInfo,
     inits = list(info.init)
     for item in items:
         if isinstance(item, ast.Call):
-            name = module.resolve(ast_dotted(item.func) or "")
+            name = _built_class(item.func, module, defaults)
             if not name:
                 continue
             if name not in classes:
@@ -795,6 +808,10 @@ def _classify(value: ast.expr, module: ModuleInfo, params: Dict[str, ast.arg],
                 return AttrInfo(type(default.value).__name__, from_param=True)
             return AttrInfo("other", from_param=True)
         return AttrInfo("other")
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and \
+            value.func.id in params:  # `rnn_layer(...)` of a parameter `rnn_layer=LSTM2d`
+        built = _built_class(value.func, module, defaults)
+        return AttrInfo("module", built) if built else AttrInfo("other")
     if isinstance(value, ast.Call):
         fname = module.resolve(ast_dotted(value.func) or "")
         if fname in CONTAINER_CALLS or fname.startswith("collections."):
@@ -803,7 +820,7 @@ def _classify(value: ast.expr, module: ModuleInfo, params: Dict[str, ast.arg],
             # the element classes, in order: "A|B|C" (a Sequential runs them one after another;
             # iterating a ModuleList of mixed blocks may give any of them)
             return _with_items(AttrInfo("module_list"), _module_items(value.args, local_items),
-                               module, read)
+                               module, read, defaults)
         if fname.startswith("torch.nn.") and fname.split(".")[-1][:1].isupper():
             if fname.endswith(("Parameter", "Buffer")):
                 return AttrInfo("tensor")
