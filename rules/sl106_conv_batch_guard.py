@@ -40,10 +40,10 @@ class ConvBatchGuard(Rule):
     severity = "info"
     evidence = ("recompile",)
     # held-out real code: 18 of 18 in issue 19's independent, torch-judged sample of library
-    # findings and 14 of 16 on the zoo's held-out half (bench/zoo.py score --split held-out,
-    # 497 models replayed): 32 of 34 together. The zoo's half alone decides once it has
+    # findings and 15 of 18 on the zoo's held-out half (bench/zoo.py score --split held-out,
+    # 519 models replayed): 33 of 36 together. The zoo's half alone decides once it has
     # judged 20 of its findings (the README's policy); under 0.9, SL106 goes to preview
-    measured_precision = 0.94  # 32 of 34
+    measured_precision = 0.92  # 33 of 36
     hint = "warm up with a batch >= 16 as well, or accept one extra compile"
     VALID = ['''
 import torch
