@@ -132,7 +132,7 @@ def _self_member(w: "Walker", func: cst.Attribute) -> Callee:
     fn = project.method(w.cls, method) if info is None else None  # type: ignore[arg-type]
     if fn is not None:
         return Callee("function", qualname=fn.qualname, method=method, target=fn,
-                      bound_self=fn.is_method, instance=w.cls if fn.is_method else None)
+                      bound_self=fn.is_method, instance=w.cls)
     receiver = w.ev(func)
     if receiver.is_module or receiver.has(Kind.MODULES):
         callee = _module_call(w, receiver)

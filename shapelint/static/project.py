@@ -809,7 +809,7 @@ def _classify(value: ast.expr, module: ModuleInfo, params: Dict[str, ast.arg],
             return AttrInfo("other", from_param=True)
         return AttrInfo("other")
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and \
-            value.func.id in params:  # `rnn_layer(...)` of a parameter `rnn_layer=LSTM2d`
+            value.func.id in defaults:  # `rnn_layer(...)` of a parameter `rnn_layer=LSTM2d`
         built = _built_class(value.func, module, defaults)
         return AttrInfo("module", built) if built else AttrInfo("other")
     if isinstance(value, ast.Call):
