@@ -505,11 +505,19 @@ def _mrope_split(cfg: Dict[str, Any]) -> None:
 
 #: settings a replay of the same architecture adds where the library's default never runs the
 #: code a finding sits on: ``hf_<type>__<variant>`` (same code, so the same split)
-HF_VARIANTS = {
+#: variant -> (the text of the modeling file that says the setting applies, how to set it)
+HF_VARIANTS: Dict[str, Tuple[str, Callable[[Any], None]]] = {
     # transformers dispatches mixture-of-experts layers to a fused ``grouped_mm`` kernel unless
     # asked for ``eager``, the per-expert loop people write and compile themselves
-    "experts_eager": "@use_experts_implementation",
+    "experts_eager": ("@use_experts_implementation",
+                      lambda model: model.set_experts_implementation("eager")),
 }
+
+
+def variant_of(key: str) -> Tuple[str, str]:
+    """``mixtral__experts_eager`` -> (``mixtral``, ``experts_eager``); no variant: ``""``."""
+    base, _, variant = key.partition("__")
+    return base, variant
 
 
 def hf_variants(model_type: str) -> List[str]:
@@ -524,17 +532,17 @@ def hf_variants(model_type: str) -> List[str]:
             source = fh.read()
     except OSError:
         return []
-    return [v for v, marker in HF_VARIANTS.items() if marker in source]
+    return [v for v, (marker, _) in HF_VARIANTS.items() if marker in source]
 
 
 def build_hf(key: str):
-    model_type, _, variant = key.partition("__")
+    model_type, variant = variant_of(key)
+    if variant and variant not in HF_VARIANTS:
+        raise ValueError(f"unknown transformers variant {variant!r} (known: {sorted(HF_VARIANTS)})")
     _, model_cls = _hf_classes(model_type)
     model = model_cls(hf_config(model_type))
-    if variant == "experts_eager":
-        model.set_experts_implementation("eager")
-    elif variant:
-        raise ValueError(f"unknown transformers variant {variant!r} (known: {sorted(HF_VARIANTS)})")
+    if variant:
+        HF_VARIANTS[variant][1](model)
     return model
 
 
@@ -905,7 +913,7 @@ def recipe_digest(e: Entry, model: Any, use: List[str], levels: List[Dict[str, i
         cfg = {"builder": e.key, "torchvision": TV_VERSION}
     doc = {"class": type(model).__name__, "config": cfg, "use": use, "levels": levels,
            "batches": BATCHES, "version": BUILDER_VERSION}
-    variant = e.key.partition("__")[2]
+    variant = variant_of(e.key)[1]
     if variant:  # absent otherwise, so the records of the plain builds keep their digests
         doc["variant"] = variant
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:16]
