@@ -13,7 +13,8 @@
   sits under ``unets``, ``transformers``, ``autoencoders`` or ``controlnets``.
 - ``tv_<builder>``: every builder of ``torchvision.models.list_models()`` (see ``_torchvision``).
 - ``hf_<model_type>__<variant>``: the same base model with one setting the library's default
-  never runs (``HF_VARIANTS``; ``experts_eager``: the per-expert loop, not ``grouped_mm``).
+  never runs (``HF_VARIANTS``; ``experts_eager``: the per-expert loop, not ``grouped_mm``;
+  ``grid_images``: a vision-language model given patches, their grid and its media tokens).
 
 **Tiny configs** (``shrink``): the architecture's default config (``ConfigClass()``, or the
 defaults of a diffusers ``__init__``), every field renamed by one table of name patterns
@@ -65,7 +66,7 @@ import signal
 import sys
 import time
 import traceback
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 #: bench/ (a sweep runs a snapshot of this file from elsewhere: it says where bench/ is)
 HERE = os.environ.get("SHAPELINT_ZOO_BENCH") or os.path.dirname(os.path.abspath(__file__))
@@ -359,6 +360,92 @@ def hf_recipe(model: Any) -> Recipe:
     return Recipe(kinds, base, make, [o for o in options if o])
 
 
+def _media_token_ids(cfg: Any) -> None:
+    """Image and video token ids the shrunk vocabulary holds (the published ones lie past it):
+    its last two, in the config and in its text config."""
+    text = getattr(cfg, "text_config", None) or cfg
+    vocab = text.vocab_size
+    for c in (cfg, text):
+        for key, value in (("image_token_id", vocab - 1), ("image_token_index", vocab - 1),
+                           ("video_token_id", vocab - 2)):
+            if hasattr(c, key):
+                setattr(c, key, value)
+
+
+def grid_recipe(model: Any, plain: Recipe) -> Recipe:
+    """Inputs as a Qwen-VL-style processor makes them: each picture ``2 x merge`` patches a
+    side, flattened to (patches, channels x temporal x patch x patch) rows with its
+    ``image_grid_thw`` row, its ``side**2 / merge**2`` image tokens in the text (and
+    ``mm_token_type_ids`` marking them); a video is two temporal patches of such frames.
+    One picture (and video) per sample, so the patch rows grow with the batch."""
+    import torch
+
+    cfg = model.config
+    vision = cfg.vision_config
+    vocab = (getattr(cfg, "text_config", None) or cfg).vocab_size
+    merge = getattr(vision, "spatial_merge_size", None) or 2
+    side = 2 * merge
+    channels = next((c for c in (getattr(vision, k, None) for k in
+                                 ("in_channels", "in_chans", "num_channels")) if _is_int(c)), 3)
+    row = channels * (getattr(vision, "temporal_patch_size", None) or 1) * vision.patch_size ** 2
+    per_image = side * side // merge ** 2
+    named = set(inspect.signature(model.forward).parameters)
+
+    def make(batch: int, sizes: Dict[str, int], use: List[str]):
+        args, kw = plain.make(batch, sizes, ["text"])
+        ids = kw["input_ids"]
+        ids[ids >= vocab - 2] = 4  # no stray media token
+        types = torch.zeros_like(ids)
+        ids[:, 1:1 + per_image], types[:, 1:1 + per_image] = vocab - 1, 1
+        kw["pixel_values"] = torch.randn(batch * side * side, row)
+        kw["image_grid_thw"] = torch.tensor([[1, side, side]] * batch)
+        if "grid-video" in use:
+            start, n = 2 + per_image, 2 * per_image
+            ids[:, start:start + n], types[:, start:start + n] = vocab - 2, 2
+            kw["pixel_values_videos"] = torch.randn(batch * 2 * side * side, row)
+            kw["video_grid_thw"] = torch.tensor([[2, side, side]] * batch)
+        if "mm_token_type_ids" in named:
+            kw["mm_token_type_ids"] = types
+        return args, kw
+
+    room = 3 * per_image + 2  # the media tokens and a text token between them
+    kinds = {"text": [n for n in plain.kinds.get("text", []) if n >= room]}
+    options = [["text", "grid-video"], ["text"]] if "video_grid_thw" in named else [["text"]]
+    return Recipe(kinds, {"text": max(16, room)}, make, options)
+
+
+def _pad_token(cfg: Any) -> None:
+    """A padding id where the config has none, as fine-tuning scripts set one (a decoder's
+    classification head pools on the last token that is not padding); 0 never occurs in the
+    zoo's text, which draws ids from 4 up."""
+    if getattr(cfg, "pad_token_id", None) is None:
+        cfg.pad_token_id = 0
+
+
+def labels_recipe(model: Any, plain: Recipe) -> Recipe:
+    """The plain inputs with a class label per sample, and each text as a tokenizer ends it:
+    one end-of-sequence token, the last (BART-style heads pool on it and refuse rows that
+    differ in their count); an encoder-decoder's decoder gets the text shifted, its default."""
+    import torch
+
+    cfg = model.config
+    eos, vocab = _find(cfg, "eos_token_id"), _find(cfg, "vocab_size", default=VOCAB)
+    classes = cfg.num_labels if _is_int(cfg.num_labels) and cfg.num_labels > 1 else 2
+
+    def make(batch: int, sizes: Dict[str, int], use: List[str]):
+        args, kw = plain.make(batch, sizes, use)
+        ids = kw.get("input_ids")
+        if ids is not None:  # an encoder-decoder head runs its decoder on the same text
+            kw.pop("decoder_input_ids", None)
+        if ids is not None and _is_int(eos) and _is_int(vocab) and 0 <= eos < vocab:
+            ids[ids == eos] = 4 if eos != 4 else 5
+            ids[:, -1] = eos
+        kw["labels"] = torch.randint(0, classes, (batch,))
+        return args, kw
+
+    return Recipe(plain.kinds, plain.base, make, plain.options)
+
+
 VIDEO_FRAMES = 8
 
 
@@ -449,12 +536,14 @@ DROP_KEYS = {"transformers_version", "architectures", "_name_or_path", "model_ty
              "torch_dtype", "id2label", "label2id", "_commit_hash", "output_attentions"}
 
 
-def _hf_classes(model_type: str):
+def _hf_classes(model_type: str, table: str = "MODEL_MAPPING_NAMES"):
+    """(config class, model class) of ``model_type`` in one of transformers' auto tables
+    (``MODEL_MAPPING_NAMES``: the base model)."""
     import transformers
+    from transformers.models.auto import modeling_auto
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
-    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
 
-    cls_name = MODEL_MAPPING_NAMES[model_type]
+    cls_name = getattr(modeling_auto, table)[model_type]
     if isinstance(cls_name, (list, tuple)):
         cls_name = cls_name[0]
     return CONFIG_MAPPING[model_type], getattr(transformers, cls_name)
@@ -503,14 +592,40 @@ def _mrope_split(cfg: Dict[str, Any]) -> None:
         cfg["rope_parameters"] = dict(rope, mrope_section=[half - 2 * third, third, third])
 
 
-#: settings a replay of the same architecture adds where the library's default never runs the
-#: code a finding sits on: ``hf_<type>__<variant>`` (same code, so the same split)
-#: variant -> (the text of the modeling file that says the setting applies, how to set it)
-HF_VARIANTS: Dict[str, Tuple[str, Callable[[Any], None]]] = {
+class HfVariant(NamedTuple):
+    """A setting a replay of the same architecture adds where the library's default never runs
+    the code a finding sits on: ``hf_<type>__<variant>`` (same code, so the same split)."""
+
+    #: the text of the modeling file that says the setting applies (read, never imported)
+    marker: str
+    #: sets it on the built model (its config included)
+    apply: Callable[[Any], None]
+    #: the variant's inputs: (the model, the plain recipe) -> the recipe the replay uses
+    recipe: Optional[Callable[[Any, "Recipe"], "Recipe"]] = None
+    #: the auto table whose class it builds (a task head), where not the base model's
+    table: str = "MODEL_MAPPING_NAMES"
+    #: a sub-config the architecture's config must have (``vision_config``: not the text-only
+    #: model types that share a vision-language model's file)
+    sub_config: str = ""
+
+
+def _eager_experts(model: Any) -> None:
+    model.set_experts_implementation("eager")
+
+
+HF_VARIANTS: Dict[str, HfVariant] = {
     # transformers dispatches mixture-of-experts layers to a fused ``grouped_mm`` kernel unless
     # asked for ``eager``, the per-expert loop people write and compile themselves
-    "experts_eager": ("@use_experts_implementation",
-                      lambda model: model.set_experts_implementation("eager")),
+    "experts_eager": HfVariant("@use_experts_implementation", _eager_experts),
+    # a vision-language model fed what its processor gives it: patches, their grid and the
+    # image (and video) tokens in the text, so its feature merge and multimodal rotary run
+    "grid_images": HfVariant("image_grid_thw", lambda model: _media_token_ids(model.config),
+                             lambda model, rec: grid_recipe(model, rec), sub_config="vision_config"),
+    # the sequence-classification head with labels, as fine-tuning runs it: its pooling and
+    # its loss
+    "seqcls_labels": HfVariant("ForSequenceClassification", lambda model: _pad_token(model.config),
+                               lambda model, rec: labels_recipe(model, rec),
+                               "MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES"),
 }
 
 
@@ -532,18 +647,32 @@ def hf_variants(model_type: str) -> List[str]:
             source = fh.read()
     except OSError:
         return []
-    return [v for v, (marker, _) in HF_VARIANTS.items() if marker in source]
+    from transformers.models.auto import modeling_auto
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    return [v for v, spec in HF_VARIANTS.items()
+            if spec.marker in source and model_type in getattr(modeling_auto, spec.table)
+            and (not spec.sub_config
+                 or spec.sub_config in getattr(CONFIG_MAPPING[model_type], "sub_configs", {}))]
 
 
 def build_hf(key: str):
     model_type, variant = variant_of(key)
     if variant and variant not in HF_VARIANTS:
         raise ValueError(f"unknown transformers variant {variant!r} (known: {sorted(HF_VARIANTS)})")
-    _, model_cls = _hf_classes(model_type)
+    _, model_cls = _hf_classes(model_type, HF_VARIANTS[variant].table if variant else
+                               "MODEL_MAPPING_NAMES")
     model = model_cls(hf_config(model_type))
     if variant:
-        HF_VARIANTS[variant][1](model)
+        HF_VARIANTS[variant].apply(model)
     return model
+
+
+def hf_variant_recipe(model: Any, key: str) -> "Recipe":
+    """The plain recipe, or the one the key's variant makes of it."""
+    rec = hf_recipe(model)
+    spec = HF_VARIANTS.get(variant_of(key)[1])
+    return spec.recipe(model, rec) if spec is not None and spec.recipe is not None else rec
 
 
 # -- timm -----------------------------------------------------------------------------------------
@@ -844,7 +973,7 @@ def _torchvision():
 BUILDERS: Dict[str, Callable[[str], Any]] = {"transformers": build_hf, "timm": build_timm,
                                              "diffusers": build_diffusers, "torchvision": build_tv}
 RECIPES: Dict[str, Callable[[Any, str], Recipe]] = {
-    "transformers": lambda m, k: hf_recipe(m), "timm": timm_recipe,
+    "transformers": hf_variant_recipe, "timm": timm_recipe,
     "diffusers": diffusers_recipe, "torchvision": tv_recipe}
 
 

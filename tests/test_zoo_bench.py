@@ -181,3 +181,42 @@ def test_a_variant_adds_its_replay_but_not_a_model(fake_zoo):
                         name="hf_fake_ok__experts_eager"))
     d = zoo.score_data("all", None)
     assert d["models"] == 1 and d["variants"] == 1
+
+
+def test_grid_images_inputs_hold_one_picture_and_video_per_sample():
+    """The ``grid_images`` variant's inputs: patch rows grow with the batch, each sample holds
+    exactly its picture's and video's media tokens, and the token types mark them."""
+    from types import SimpleNamespace
+
+    import torch
+    import zoo_build
+
+    vision = SimpleNamespace(spatial_merge_size=2, patch_size=2, temporal_patch_size=2, in_channels=3)
+    config = SimpleNamespace(vocab_size=64, vision_config=vision, image_token_id=151655,
+                             video_token_id=151656)
+
+    class VisionLanguage:
+        def __init__(self) -> None:
+            self.config = config
+
+        def forward(self, input_ids=None, attention_mask=None, pixel_values=None,
+                    image_grid_thw=None, pixel_values_videos=None, video_grid_thw=None,
+                    mm_token_type_ids=None):
+            raise AssertionError("not called")
+
+    model = VisionLanguage()
+    zoo_build.HF_VARIANTS["grid_images"].apply(model)
+    assert (config.image_token_id, config.video_token_id) == (63, 62)
+    rec = zoo_build.hf_variant_recipe(model, "fake__grid_images")
+    assert rec.options == [["text", "grid-video"], ["text"]]
+    assert min(rec.kinds["text"]) >= 14  # four image and eight video tokens fit
+    _, kw = rec.make(3, {"text": 16}, ["text", "grid-video"])
+    assert kw["pixel_values"].shape == (3 * 16, 3 * 2 * 2 * 2)
+    assert kw["pixel_values_videos"].shape == (3 * 2 * 16, 24)
+    assert kw["image_grid_thw"].tolist() == [[1, 4, 4]] * 3
+    assert ((kw["input_ids"] == 63).sum(1) == 4).all()
+    assert ((kw["input_ids"] == 62).sum(1) == 8).all()
+    types = kw["mm_token_type_ids"]
+    assert torch.equal(types == 1, kw["input_ids"] == 63) and torch.equal(types == 2, kw["input_ids"] == 62)
+    _, still = rec.make(2, {"text": 16}, ["text"])
+    assert "video_grid_thw" not in still and ((still["input_ids"] >= 62).sum(1) == 4).all()
