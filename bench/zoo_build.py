@@ -14,7 +14,9 @@
 - ``tv_<builder>``: every builder of ``torchvision.models.list_models()`` (see ``_torchvision``).
 - ``hf_<model_type>__<variant>``: the same base model with one setting the library's default
   never runs (``HF_VARIANTS``; ``experts_eager``: the per-expert loop, not ``grouped_mm``;
-  ``grid_images``: a vision-language model given patches, their grid and its media tokens).
+  ``grid_images``: a vision-language model given patches, their grid and its media tokens;
+  ``global_attention``: Longformer-style global attention on the first token;
+  ``seqcls_labels``: the sequence-classification head, with labels).
 
 **Tiny configs** (``shrink``): the architecture's default config (``ConfigClass()``, or the
 defaults of a diffusers ``__init__``), every field renamed by one table of name patterns
@@ -414,6 +416,22 @@ def grid_recipe(model: Any, plain: Recipe) -> Recipe:
     return Recipe(kinds, {"text": max(16, room)}, make, options)
 
 
+def global_attention_recipe(plain: Recipe) -> Recipe:
+    """The plain inputs with ``global_attention_mask`` set on each text's first token."""
+    import torch
+
+    def make(batch: int, sizes: Dict[str, int], use: List[str]):
+        args, kw = plain.make(batch, sizes, use)
+        ids = kw.get("input_ids")
+        if ids is not None:
+            mask = torch.zeros_like(ids)
+            mask[:, 0] = 1
+            kw["global_attention_mask"] = mask
+        return args, kw
+
+    return Recipe(plain.kinds, plain.base, make, plain.options)
+
+
 def _pad_token(cfg: Any) -> None:
     """A padding id where the config has none, as fine-tuning scripts set one (a decoder's
     classification head pools on the last token that is not padding); 0 never occurs in the
@@ -621,6 +639,10 @@ HF_VARIANTS: Dict[str, HfVariant] = {
     # image (and video) tokens in the text, so its feature merge and multimodal rotary run
     "grid_images": HfVariant("image_grid_thw", lambda model: _media_token_ids(model.config),
                              lambda model, rec: grid_recipe(model, rec), sub_config="vision_config"),
+    # global attention on each text's first token, as Longformer's classification and
+    # question-answering heads set it: the global-attention path the plain call never takes
+    "global_attention": HfVariant("global_attention_mask", lambda model: None,
+                                  lambda model, rec: global_attention_recipe(rec)),
     # the sequence-classification head with labels, as fine-tuning runs it: its pooling and
     # its loss
     "seqcls_labels": HfVariant("ForSequenceClassification", lambda model: _pad_token(model.config),
