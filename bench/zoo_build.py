@@ -16,6 +16,7 @@
   never runs (``HF_VARIANTS``; ``experts_eager``: the per-expert loop, not ``grouped_mm``;
   ``grid_images``: a vision-language model given patches, their grid and its media tokens;
   ``global_attention``: Longformer-style global attention on the first token;
+  ``half``: the model and its inputs in float16;
   ``seqcls_labels``: the sequence-classification head, with labels).
 
 **Tiny configs** (``shrink``): the architecture's default config (``ConfigClass()``, or the
@@ -432,6 +433,19 @@ def global_attention_recipe(plain: Recipe) -> Recipe:
     return Recipe(plain.kinds, plain.base, make, plain.options)
 
 
+def half_recipe(plain: Recipe) -> Recipe:
+    """The plain inputs with their floating-point tensors in float16."""
+    import torch
+
+    def make(batch: int, sizes: Dict[str, int], use: List[str]):
+        args, kw = plain.make(batch, sizes, use)
+        kw = {k: v.half() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+              for k, v in kw.items()}
+        return args, kw
+
+    return Recipe(plain.kinds, plain.base, make, plain.options)
+
+
 def _pad_token(cfg: Any) -> None:
     """A padding id where the config has none, as fine-tuning scripts set one (a decoder's
     classification head pools on the last token that is not padding); 0 never occurs in the
@@ -643,6 +657,10 @@ HF_VARIANTS: Dict[str, HfVariant] = {
     # question-answering heads set it: the global-attention path the plain call never takes
     "global_attention": HfVariant("global_attention_mask", lambda model: None,
                                   lambda model, rec: global_attention_recipe(rec)),
+    # half precision, as models are served: the code a file keeps for float16 (overflow
+    # clamps, ``if x.dtype == torch.float16 and torch.isinf(x).any()``)
+    "half": HfVariant("== torch.float16", lambda model: model.half(),
+                      lambda model, rec: half_recipe(rec)),
     # the sequence-classification head with labels, as fine-tuning runs it: its pooling and
     # its loss
     "seqcls_labels": HfVariant("ForSequenceClassification", lambda model: _pad_token(model.config),
