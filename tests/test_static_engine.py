@@ -760,3 +760,60 @@ def test_an_inherited_forward_reads_the_subclass_modules(tree):
                 return self.blocks(x)
         """}, select=["SL403"])
     assert found == [("m.py", 14, "SL403")], found
+
+
+def test_a_default_holds_its_own_kind_whatever_the_annotation_says(tree):
+    """Python never checks an annotation: ``output_attentions: torch.Tensor | None = False``
+    (FastSpeech2-Conformer's) holds the caller's bool or its default, so a test of it is no
+    tensor branch; the same test of a parameter that holds a tensor is one."""
+    found = tree({"m.py": """
+        import torch
+        from torch import nn
+
+        class Layer(nn.Module):
+            def forward(self, x, output_attentions: torch.Tensor | None = False):
+                if not output_attentions:
+                    return x
+                return x * 2
+
+        class Gate(nn.Module):
+            def forward(self, x, keep: torch.Tensor | None = None):
+                if keep:
+                    return x
+                return x * 2
+
+        class Encoder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.layer = Layer()
+                self.gate = Gate()
+
+            def forward(self, x, output_attentions: bool = False):
+                x = self.layer(x, output_attentions)
+                return self.gate(x, x.sum() > 0)
+        """}, select=["SL201"])
+    assert found == [("m.py", 12, "SL201")], found
+
+
+def test_a_comparison_is_a_tensor_only_where_an_operand_surely_is(tree):
+    """DAC's quantizer loop: ``n`` is an int in eval and a tensor in training, so
+    ``i >= n`` is a Python bool on the path with the int; against a sure tensor it is a tensor
+    branch."""
+    found = tree({"m.py": """
+        import torch
+        from torch import nn
+
+        class Quantizer(nn.Module):
+            def forward(self, x, n: int | None = None):
+                n = n if n is not None else 4
+                if self.training:
+                    n = torch.ones(x.shape[0]) * 4
+                for i in range(8):
+                    if self.training is False and i >= n:
+                        break
+                    if i >= x.sum():
+                        break
+                    x = x + 1
+                return x
+        """}, select=["SL201"])
+    assert found == [("m.py", 12, "SL201")], found

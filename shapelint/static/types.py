@@ -267,12 +267,15 @@ def kinds_of_default(node: Optional[cst.BaseExpression]) -> FrozenSet[Kind]:
 
 def param_kinds(annotation: Optional[cst.BaseExpression],
                 default: Optional[cst.BaseExpression]) -> FrozenSet[Kind]:
-    """A parameter's kinds from its annotation, else its default (a ``None`` default adds
-    NONE to what the annotation says)."""
-    ann = kinds_of_annotation(annotation)
-    dflt = kinds_of_default(default)
+    """A parameter's kinds from its annotation, else its default. Python never checks an
+    annotation, so a default's own kind joins what the annotation says
+    (``output_attentions: torch.Tensor | None = False`` holds a bool when left out)."""
+    return _annotated_or_default(kinds_of_annotation(annotation), kinds_of_default(default))
+
+
+def _annotated_or_default(ann: FrozenSet[Kind], dflt: FrozenSet[Kind]) -> FrozenSet[Kind]:
     if ann:
-        return ann | (dflt & {Kind.NONE})
+        return ann | dflt
     return dflt - {Kind.NONE}  # ``x=None`` alone says nothing of what else x holds
 
 
@@ -292,8 +295,5 @@ def ast_literal(node: Optional[ast.expr]) -> Value:
 
 def ast_param_kinds(annotation: Optional[ast.expr], default: Optional[ast.expr]) -> FrozenSet[Kind]:
     """:func:`param_kinds` for an ``ast`` parameter."""
-    ann = kinds_of_ast_annotation(annotation)
     dflt = ast_literal(default).kinds if default is not None else frozenset()
-    if ann:
-        return ann | (dflt & {Kind.NONE})
-    return dflt - {Kind.NONE}
+    return _annotated_or_default(kinds_of_ast_annotation(annotation), dflt)
