@@ -28,9 +28,11 @@ Each model's compact record is written as soon as it finishes, to
 the libraries, the harness digest, the builder's version), the probe's plan, per mode the
 events (kind, detail, every blamed place with its role, framework/benign flags, shape,
 reason) and the library lines the compiled region executed (as ranges; paths relative to
-``bench/_downloads/zoo-libs``). A model is replayed only when it has no record or its
-record's versions differ from the current ones (``--force``: always; ``--retry-failed``: also
-the ones that failed). A model that fails to build, probe or replay is recorded with its
+``bench/_downloads/zoo-libs``). The workers find zoo-site's numpy before torch starts, as a
+user's torch does (``NUMPY_PATH``; a record says which numpy). A model is replayed only when it
+has no record or its record's versions differ from the current ones, or it was replayed
+without numpy and executed a numpy call (``--force``: always; ``--retry-failed``: also the
+ones that failed). A model that fails to build, probe or replay is recorded with its
 error and the sweep goes on; a mode that times out (``--timeout`` s, default 240) keeps what
 it measured.
 
@@ -73,6 +75,7 @@ zoo) is listed in ``bench/zoo_records/_tune.txt`` and is ``tune`` whatever its h
 from __future__ import annotations
 
 import argparse
+import functools
 import glob
 import hashlib
 import json
@@ -245,6 +248,65 @@ def current_versions(pin: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     pin = pin if pin is not None else (load_json(PIN_FILE) or {})
     return {"format": RECORD_FORMAT, "torch": torch_version(), "libraries": dict(LIBRARIES),
             "harness": pin.get("digest"), "builder": builder_version()}
+
+
+#: a folder that holds only zoo-site's numpy, first on the replay workers' path: torch looks
+#: for numpy once, at start-up, before the builder puts zoo-site on the path, and a torch that
+#: found none breaks the graph at every ``np.`` call (no user's environment lacks numpy:
+#: transformers requires it)
+NUMPY_PATH = os.path.join(DOWNLOADS, "zoo-numpy")
+_NUMPY_CALL = re.compile(r"\b(np|numpy)\.")
+
+
+def numpy_on_worker_path() -> Optional[str]:
+    """Link zoo-site's numpy into NUMPY_PATH, put it on PYTHONPATH (the workers inherit it)
+    and return its version (None where zoo-site has no numpy)."""
+    dist = sorted(glob.glob(os.path.join(SITE, "numpy-*.dist-info")))
+    if not dist:
+        return None
+    os.makedirs(NUMPY_PATH, exist_ok=True)
+    for src in [os.path.join(SITE, "numpy"), os.path.join(SITE, "numpy.libs"), dist[-1]]:
+        dst = os.path.join(NUMPY_PATH, os.path.basename(src))
+        if os.path.exists(src) and not os.path.lexists(dst):
+            os.symlink(src, dst)
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if NUMPY_PATH not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([NUMPY_PATH] + paths)
+    return os.path.basename(dist[-1])[len("numpy-"):-len(".dist-info")]
+
+
+def calls_numpy_without_it(rec: Dict[str, Any]) -> bool:
+    """A record replayed before the workers had numpy whose replay executed a numpy call: its
+    events at those calls are the missing numpy's, not the model's (replayed again)."""
+    if rec.get("numpy") or rec.get("error"):
+        return False
+    for m in (rec.get("modes") or {}).values():
+        for path, text in (m.get("executed") or {}).items():
+            lines = library_lines(path)
+            if any(0 < n <= len(lines) and _NUMPY_CALL.search(lines[n - 1])
+                   for n in unranges(text)):
+                return True
+    return False
+
+
+def library_lines(path: str) -> Tuple[str, ...]:
+    """The lines of a library file (``path`` relative to zoo-libs)."""
+    return _file_lines(os.path.join(LIBS, path))
+
+
+@functools.lru_cache(maxsize=None)
+def _file_lines(path: str) -> Tuple[str, ...]:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return tuple(fh.read().split("\n"))
+    except (OSError, UnicodeDecodeError):
+        return ()
+
+
+def is_current(rec: Dict[str, Any], versions: Dict[str, Any]) -> bool:
+    """Whether a record may be scored and kept: the current versions, and no numpy call
+    replayed without numpy."""
+    return rec.get("versions") == versions and not calls_numpy_without_it(rec)
 
 
 def forced_tune() -> Set[str]:
@@ -559,6 +621,7 @@ def replay(libs: List[str], only: List[str], jobs: int, force: bool, retry_faile
     pin = pin_harness(harness_ref)
     versions = current_versions(pin)
     run_target, TargetSpec = import_pinned_runner(pin["root"])
+    numpy_version = numpy_on_worker_path()
     names = catalogue()
     if only:
         unknown = [n for n in only if n not in names]
@@ -576,7 +639,7 @@ def replay(libs: List[str], only: List[str], jobs: int, force: bool, retry_faile
     def needs(n: str, probes: Dict[str, Dict[str, Any]]) -> bool:
         rec = load_json(record_path(n))
         pr = probes.get(n, {})
-        return bool(force or rec is None or rec.get("versions") != versions
+        return bool(force or rec is None or not is_current(rec, versions)
                     or rec.get("recipe") != pr.get("recipe")
                     or (rec.get("probe") or {}).get("error") != pr.get("error")
                     or any(m not in (rec.get("modes") or {}) for m in modes if not rec.get("error"))
@@ -596,6 +659,7 @@ def replay(libs: List[str], only: List[str], jobs: int, force: bool, retry_faile
         pr = probes.get(name) or {"ok": False, "error": "probe: no result"}
         rec: Dict[str, Any] = {"name": name, "lib": lib_of(name), "versions": versions,
                                "harness_commit": pin["commit"], "recipe": pr.get("recipe"),
+                               "numpy": numpy_version,
                                "probe": {k: pr.get(k) for k in ("ok", "error", "class", "params",
                                                                 "variant", "use", "levels")
                                          if pr.get(k) is not None},
@@ -609,7 +673,7 @@ def replay(libs: List[str], only: List[str], jobs: int, force: bool, retry_faile
         write_json(zoo_build.plan_path(name), plan)
         old = load_json(record_path(name)) or {}
         for mode in modes:
-            if not force and old.get("versions") == versions and old.get("recipe") == rec["recipe"] \
+            if not force and is_current(old, versions) and old.get("recipe") == rec["recipe"] \
                     and mode in (old.get("modes") or {}) \
                     and not (retry_failed and old["modes"][mode].get("error")):
                 rec["modes"][mode] = old["modes"][mode]  # resumed: this mode is current
@@ -674,7 +738,7 @@ PROBE_CHUNK = 20  # models probed in one process (no compile) ahead of their rep
 def current_record(name: str, versions: Dict[str, Any], modes: List[str]) -> bool:
     """A record made with the current versions, that replayed and holds every mode."""
     rec = load_json(record_path(name))
-    return bool(rec) and rec.get("versions") == versions and not rec.get("error") \
+    return bool(rec) and is_current(rec, versions) and not rec.get("error") \
         and all(m in (rec.get("modes") or {}) and not rec["modes"][m].get("error") for m in modes)
 
 
@@ -703,7 +767,7 @@ def status() -> int:
         row["catalogue"] += 1
         if rec is None:
             row["missing"] += 1
-        elif rec.get("versions") != versions:
+        elif not is_current(rec, versions):
             row["stale"] += 1
         elif rec.get("error"):
             row["failed"] += 1
@@ -940,8 +1004,10 @@ def score_data(split: str, static_ref: Optional[str] = None,
     for rec in records:
         if split != "all" and split_of(rec["name"], forced) != split:
             continue
-        if rec.get("versions") != versions:
-            stale.append({"name": rec["name"], "versions": rec.get("versions")})
+        if not is_current(rec, versions):
+            stale.append({"name": rec["name"], "versions": rec.get("versions"),
+                          "why": "versions" if rec.get("versions") != versions
+                          else "a numpy call replayed without numpy"})
             continue
         state, why = model_state(rec)
         if state == "failed":
@@ -1246,7 +1312,7 @@ def failed_list() -> int:
     forced = forced_tune()
     rows = []
     for rec in load_records():
-        if rec.get("versions") != versions:
+        if not is_current(rec, versions):
             continue
         state, why = model_state(rec)
         if state == "failed":

@@ -220,3 +220,17 @@ def test_grid_images_inputs_hold_one_picture_and_video_per_sample():
     assert torch.equal(types == 1, kw["input_ids"] == 63) and torch.equal(types == 2, kw["input_ids"] == 62)
     _, still = rec.make(2, {"text": 16}, ["text"])
     assert "video_grid_thw" not in still and ((still["input_ids"] >= 62).sum(1) == 4).all()
+
+
+def test_a_record_that_called_numpy_without_it_is_replayed_again(fake_zoo):
+    """Replays made before the workers had numpy broke the graph at every ``np.`` call: such a
+    record is stale where it executed one, and current where it did not or had numpy."""
+    with open(os.path.join(zoo.LIBS, "fakelib", "scaled.py"), "w", encoding="utf-8") as fh:
+        fh.write("import numpy as np\n\n\ndef f(x):\n    return x * np.sqrt(2)\n")
+    ok = zoo.load_json(zoo.record_path("hf_fake_ok"))
+    ok["modes"]["auto"]["executed"]["fakelib/scaled.py"] = "4-5"
+    zoo.write_json(zoo.record_path("hf_fake_np"), dict(ok, name="hf_fake_np"))
+    zoo.write_json(zoo.record_path("hf_fake_np_ok"), dict(ok, name="hf_fake_np_ok", numpy="2.4.6"))
+    stale = {x["name"]: x["why"] for x in zoo.score_data("all", None)["stale"]}
+    assert stale == {"hf_fake_old": "versions", "hf_fake_np": "a numpy call replayed without numpy"}
+    assert zoo.is_current(zoo.load_json(zoo.record_path("hf_fake_ok")), fake_zoo)
