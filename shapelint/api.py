@@ -22,9 +22,9 @@ from typing import (TYPE_CHECKING, Any, ClassVar, Dict, FrozenSet, Optional, Pro
 
 from shapelint.static import dynamo
 from shapelint.static.dynamo import Effect, size_function
-from shapelint.static.project import NOT_A_LITERAL, BuiltItems
-from shapelint.values import (CONST_DIM, UNKNOWN, UNKNOWN_DIM, UNKNOWN_DIMS, Dim, DimInfo, Dims,
-                              Kind, Origin, Tag, Value, join_dims, tracked)
+from shapelint.values import (CONST_DIM, NOT_A_LITERAL, UNKNOWN, UNKNOWN_DIM, UNKNOWN_DIMS,
+                              BuiltItems, Dim, DimInfo, Dims, Kind, Origin, Tag, Value, join_dims,
+                              tracked)
 
 if TYPE_CHECKING:  # pragma: no cover - libcst is imported only when code is analysed
     import libcst as cst

@@ -388,3 +388,22 @@ _TENSOR = frozenset({Kind.TENSOR})
 _INT = frozenset({Kind.INT})
 _SIZE = frozenset({Tag.SIZE})
 _MASK = frozenset({Tag.MASK})
+
+
+#: what the project summary records for a module argument passed as an expression
+NOT_A_LITERAL = "<not a literal>"
+
+#: the literal arguments a module was built with: (keyword or position, value) pairs
+Arguments = Tuple[Tuple[object, object], ...]
+
+
+@dataclass(frozen=True)
+class BuiltItems:
+    """How the items of a module list were built, as distinct (class, arguments) pairs: what
+    an item taken from it (``for layer in self.layers:``) may be. A loop over the list runs
+    every one of them at the same line."""
+
+    pairs: Tuple[Tuple[str, Arguments], ...]
+
+    def of(self, cls: str) -> Tuple[Arguments, ...]:
+        return tuple(args for c, args in self.pairs if c == cls)

@@ -52,3 +52,17 @@ def test_check_without_torch_never_imports_code(tmp_path):
     # the blocker really blocks torch in that interpreter
     probe = subprocess.run([sys.executable, "-c", "import torch"], env=env, capture_output=True)
     assert probe.returncode != 0
+
+
+def test_a_cache_hit_imports_neither_libcst_nor_networkx(tmp_path):
+    """The warm check (every file as the cache last saw it) answers from the cache before the
+    parser or the call graph is imported: loading the rules costs no libcst."""
+    write_tree(tmp_path, {"proj/model.py": TRAP, "proj/helpers.py": HELPER})
+    code = ("import sys; sys.argv=['shapelint','check','proj','--preview','-q','--cache-dir','c'];"
+            "from shapelint.cli import main; rc = main();"
+            "print(sorted(m for m in ('libcst', 'networkx') if m in sys.modules)); sys.exit(rc)")
+    runs = [subprocess.run([sys.executable, "-c", code], cwd=str(tmp_path), capture_output=True,
+                           text=True) for _ in range(2)]
+    assert [r.returncode for r in runs] == [1, 1], runs[0].stderr
+    assert runs[0].stdout.strip().splitlines()[-1] == "['libcst', 'networkx']"  # a cold check parses
+    assert runs[1].stdout.strip().splitlines()[-1] == "[]"

@@ -24,11 +24,11 @@ import networkx as nx
 from shapelint import api
 from shapelint.static import callees, dynamo, results, shapes
 from shapelint.static.frames import Frames
-from shapelint.static.project import (BuiltItems, ClassInfo, FunctionInfo, ModuleInfo, Project, default_pairs,
+from shapelint.static.project import (ClassInfo, FunctionInfo, ModuleInfo, Project, default_pairs,
                                       dotted as _dotted)
 from shapelint.static.regions import Regions
 from shapelint.static.types import ast_literal, ast_param_kinds, kinds_of_ast_annotation, literal
-from shapelint.values import (CONST_DIM, NUMBERS, UNKNOWN, Dim, DimInfo, Dims, Kind, Origin, Tag, Value,
+from shapelint.values import (CONST_DIM, NUMBERS, BuiltItems, UNKNOWN, Dim, DimInfo, Dims, Kind, Origin, Tag, Value,
                               join_dims, tracked)
 
 MAX_DEPTH = 12

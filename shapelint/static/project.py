@@ -9,7 +9,6 @@ a time, only when the dataflow walks it: most code of a large tree never reaches
 from __future__ import annotations
 
 import ast
-import dataclasses
 import functools
 import os
 import re
@@ -22,6 +21,7 @@ from shapelint.finding import Snippet
 from shapelint.static import dynamo
 from shapelint.static.files import SourceFile, module_name_for
 from shapelint.static.positions import FunctionPositions, source_lines
+from shapelint.values import NOT_A_LITERAL, Arguments
 
 #: A file may hold a compiled region (or a custom op's fake) only if it says one of these:
 #: a plain word, or a word whose regex must also match after a word boundary. Each regex
@@ -130,26 +130,7 @@ class AttrInfo:
         return f"AttrInfo({self.kind!r}, {self.cls!r})"
 
 
-#: what :func:`_literal_arguments` records for an argument passed as an expression
-NOT_A_LITERAL = "<not a literal>"
-
-
 ConfigReader = Callable[[ast.expr], object]
-
-#: the literal arguments a module was built with: (keyword or position, value) pairs
-Arguments = Tuple[Tuple[object, object], ...]
-
-
-@dataclasses.dataclass(frozen=True)
-class BuiltItems:
-    """How the items of a module list were built, as distinct (class, arguments) pairs: what
-    an item taken from it (``for layer in self.layers:``) may be. A loop over the list runs
-    every one of them at the same line."""
-
-    pairs: Tuple[Tuple[str, Arguments], ...]
-
-    def of(self, cls: str) -> Tuple[Arguments, ...]:
-        return tuple(args for c, args in self.pairs if c == cls)
 
 
 def _literal_arguments(call: ast.Call, read: Optional[ConfigReader] = None) -> Arguments:
