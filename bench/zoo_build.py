@@ -417,33 +417,38 @@ def grid_recipe(model: Any, plain: Recipe) -> Recipe:
     return Recipe(kinds, {"text": max(16, room)}, make, options)
 
 
+def _edited(plain: Recipe, edit: Callable[[int, Dict[str, Any]], Dict[str, Any]]) -> Recipe:
+    """The plain recipe with each call's keyword inputs passed through ``edit(batch, kw)``."""
+
+    def make(batch: int, sizes: Dict[str, int], use: List[str]):
+        args, kw = plain.make(batch, sizes, use)
+        return args, edit(batch, kw)
+
+    return Recipe(plain.kinds, plain.base, make, plain.options)
+
+
 def global_attention_recipe(plain: Recipe) -> Recipe:
     """The plain inputs with ``global_attention_mask`` set on each text's first token."""
     import torch
 
-    def make(batch: int, sizes: Dict[str, int], use: List[str]):
-        args, kw = plain.make(batch, sizes, use)
+    def edit(batch: int, kw: Dict[str, Any]) -> Dict[str, Any]:
         ids = kw.get("input_ids")
         if ids is not None:
             mask = torch.zeros_like(ids)
             mask[:, 0] = 1
             kw["global_attention_mask"] = mask
-        return args, kw
+        return kw
 
-    return Recipe(plain.kinds, plain.base, make, plain.options)
+    return _edited(plain, edit)
 
 
 def half_recipe(plain: Recipe) -> Recipe:
     """The plain inputs with their floating-point tensors in float16."""
     import torch
 
-    def make(batch: int, sizes: Dict[str, int], use: List[str]):
-        args, kw = plain.make(batch, sizes, use)
-        kw = {k: v.half() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
-              for k, v in kw.items()}
-        return args, kw
-
-    return Recipe(plain.kinds, plain.base, make, plain.options)
+    return _edited(plain, lambda batch, kw: {
+        k: v.half() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+        for k, v in kw.items()})
 
 
 def _pad_token(cfg: Any) -> None:
@@ -464,8 +469,7 @@ def labels_recipe(model: Any, plain: Recipe) -> Recipe:
     eos, vocab = _find(cfg, "eos_token_id"), _find(cfg, "vocab_size", default=VOCAB)
     classes = cfg.num_labels if _is_int(cfg.num_labels) and cfg.num_labels > 1 else 2
 
-    def make(batch: int, sizes: Dict[str, int], use: List[str]):
-        args, kw = plain.make(batch, sizes, use)
+    def edit(batch: int, kw: Dict[str, Any]) -> Dict[str, Any]:
         ids = kw.get("input_ids")
         if ids is not None:  # an encoder-decoder head runs its decoder on the same text
             kw.pop("decoder_input_ids", None)
@@ -473,9 +477,9 @@ def labels_recipe(model: Any, plain: Recipe) -> Recipe:
             ids[ids == eos] = 4 if eos != 4 else 5
             ids[:, -1] = eos
         kw["labels"] = torch.randint(0, classes, (batch,))
-        return args, kw
+        return kw
 
-    return Recipe(plain.kinds, plain.base, make, plain.options)
+    return _edited(plain, edit)
 
 
 VIDEO_FRAMES = 8
