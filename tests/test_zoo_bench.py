@@ -234,3 +234,36 @@ def test_a_record_that_called_numpy_without_it_is_replayed_again(fake_zoo):
     stale = {x["name"]: x["why"] for x in zoo.score_data("all", None)["stale"]}
     assert stale == {"hf_fake_old": "versions", "hf_fake_np": "a numpy call replayed without numpy"}
     assert zoo.is_current(zoo.load_json(zoo.record_path("hf_fake_ok")), fake_zoo)
+
+
+def test_edited_variants_keep_the_plain_inputs_and_add_their_setting():
+    """``seqcls_labels``: one label per sample, the text ends with its single end-of-sequence
+    token and an encoder-decoder's decoder takes its default; ``half``: floating inputs in
+    float16, ids untouched; ``global_attention``: the first token of each text is global."""
+    from types import SimpleNamespace
+
+    import torch
+    import zoo_build
+
+    config = SimpleNamespace(vocab_size=64, eos_token_id=2, num_labels=3, pad_token_id=None)
+
+    class EncoderDecoder:
+        def __init__(self) -> None:
+            self.config = config
+
+        def forward(self, input_ids=None, attention_mask=None, decoder_input_ids=None,
+                    pixel_values=None, labels=None):
+            raise AssertionError("not called")
+
+    model = EncoderDecoder()
+    zoo_build.HF_VARIANTS["seqcls_labels"].apply(model)
+    assert config.pad_token_id == 0
+    _, kw = zoo_build.hf_variant_recipe(model, "fake__seqcls_labels").make(4, {"text": 9}, ["text"])
+    assert "decoder_input_ids" not in kw and kw["labels"].shape == (4,)
+    assert ((kw["input_ids"] == 2).sum(1) == 1).all() and (kw["input_ids"][:, -1] == 2).all()
+    assert set(kw["labels"].tolist()) <= {0, 1, 2}
+    _, kw = zoo_build.hf_variant_recipe(model, "fake__half").make(2, {"text": 9, "image": 32},
+                                                                  ["text", "image"])
+    assert kw["pixel_values"].dtype == torch.float16 and kw["input_ids"].dtype == torch.long
+    _, kw = zoo_build.hf_variant_recipe(model, "fake__global_attention").make(3, {"text": 9}, ["text"])
+    assert kw["global_attention_mask"].tolist() == [[1] + [0] * 8] * 3
