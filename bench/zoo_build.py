@@ -15,6 +15,7 @@
 - ``hf_<model_type>__<variant>``: the same base model with one setting the library's default
   never runs (``HF_VARIANTS``; ``experts_eager``: the per-expert loop, not ``grouped_mm``;
   ``grid_images``: a vision-language model given patches, their grid and its media tokens;
+  ``audio_tokens``: an audio-language model given mel features and its audio tokens;
   ``global_attention``: Longformer-style global attention on the first token;
   ``half``: the model and its inputs in float16;
   ``seqcls_labels``: the sequence-classification head, with labels).
@@ -417,6 +418,54 @@ def grid_recipe(model: Any, plain: Recipe) -> Recipe:
     return Recipe(kinds, {"text": max(16, room)}, make, options)
 
 
+def _audio_token_id(cfg: Any) -> None:
+    """An audio token id the shrunk vocabulary holds: its last."""
+    text = getattr(cfg, "text_config", None) or cfg
+    for c in (cfg, text):
+        for key in ("audio_token_id", "audio_token_index"):
+            if hasattr(c, key):
+                setattr(c, key, text.vocab_size - 1)
+
+
+def audio_recipe(model: Any, plain: Recipe) -> Recipe:
+    """The plain text and mel features, the text holding one audio token for each row of
+    audio embeddings the model's own ``get_audio_features`` makes of a sample's features
+    (counted eagerly, per shape, as a processor counts them), with the masks it takes."""
+    import torch
+
+    cfg = model.config
+    vocab = (getattr(cfg, "text_config", None) or cfg).vocab_size
+    named = set(inspect.signature(model.forward).parameters)
+    takes = set(inspect.signature(model.get_audio_features).parameters)
+
+    def make(batch: int, sizes: Dict[str, int], use: List[str]):
+        args, kw = plain.make(batch, sizes, use)
+        features = kw["input_features"]
+        frames = features.shape[1] if "frames-first" in use else features.shape[-1]
+        for name in takes:
+            if name.endswith("mask") and name not in kw:
+                kw[name] = torch.ones(batch, frames, dtype=torch.long)
+        try:
+            with torch.no_grad():
+                out = model.get_audio_features(features, **{k: kw[k] for k in takes
+                                                             if k in kw and k != "input_features"})
+            pooled = getattr(out, "pooler_output", out)
+            if isinstance(pooled, (list, tuple)):
+                pooled = torch.cat(list(pooled))
+            rows = pooled.shape[0] if pooled.dim() == 2 else pooled.shape[0] * pooled.shape[1]
+        except Exception:  # noqa: BLE001 - features the encoder refuses: so will the forward
+            rows = 0
+        ids = kw["input_ids"]
+        ids[ids >= vocab - 1] = 4  # no stray audio token
+        # a text too short for them holds fewer: the model refuses it and the probe drops it
+        ids[:, 1:1 + min(rows // batch, ids.shape[1] - 2)] = vocab - 1
+        return args, {k: v for k, v in kw.items() if k in named}
+
+    options = [o for o in plain.options if "text" in o and "features" in o]
+    base = dict(plain.base, text=max(plain.kinds.get("text") or [plain.base.get("text", 16)]))
+    return Recipe(plain.kinds, base, make, options)
+
+
 def _edited(plain: Recipe, edit: Callable[[int, Dict[str, Any]], Dict[str, Any]]) -> Recipe:
     """The plain recipe with each call's keyword inputs passed through ``edit(batch, kw)``."""
 
@@ -657,6 +706,10 @@ HF_VARIANTS: Dict[str, HfVariant] = {
     # image (and video) tokens in the text, so its feature merge and multimodal rotary run
     "grid_images": HfVariant("image_grid_thw", lambda model: _media_token_ids(model.config),
                              lambda model, rec: grid_recipe(model, rec), sub_config="vision_config"),
+    # an audio-language model given mel features and, in its text, as many audio tokens as
+    # its own encoder makes of them: its audio merge runs
+    "audio_tokens": HfVariant("def get_audio_features", lambda model: _audio_token_id(model.config),
+                              lambda model, rec: audio_recipe(model, rec), sub_config="audio_config"),
     # global attention on each text's first token, as Longformer's classification and
     # question-answering heads set it: the global-attention path the plain call never takes
     "global_attention": HfVariant("global_attention_mask", lambda model: None,
