@@ -364,16 +364,25 @@ def hf_recipe(model: Any) -> Recipe:
     return Recipe(kinds, base, make, [o for o in options if o])
 
 
-def _media_token_ids(cfg: Any) -> None:
-    """Image and video token ids the shrunk vocabulary holds (the published ones lie past it):
-    its last two, in the config and in its text config."""
-    text = getattr(cfg, "text_config", None) or cfg
-    vocab = text.vocab_size
-    for c in (cfg, text):
-        for key, value in (("image_token_id", vocab - 1), ("image_token_index", vocab - 1),
-                           ("video_token_id", vocab - 2)):
+def _text_config(cfg: Any) -> Any:
+    """A multimodal config's text config (its vocabulary), else the config itself."""
+    return getattr(cfg, "text_config", None) or cfg
+
+
+def _set_token_ids(cfg: Any, ids: Dict[str, int]) -> None:
+    """Set each special token id of ``ids`` (name -> id) that the config or its text config
+    has: the published ids lie past the shrunk vocabulary."""
+    for c in (cfg, _text_config(cfg)):
+        for key, value in ids.items():
             if hasattr(c, key):
                 setattr(c, key, value)
+
+
+def _media_token_ids(cfg: Any) -> None:
+    """Image and video tokens: the shrunk vocabulary's last two ids."""
+    vocab = _text_config(cfg).vocab_size
+    _set_token_ids(cfg, {"image_token_id": vocab - 1, "image_token_index": vocab - 1,
+                         "video_token_id": vocab - 2})
 
 
 def grid_recipe(model: Any, plain: Recipe) -> Recipe:
@@ -386,7 +395,7 @@ def grid_recipe(model: Any, plain: Recipe) -> Recipe:
 
     cfg = model.config
     vision = cfg.vision_config
-    vocab = (getattr(cfg, "text_config", None) or cfg).vocab_size
+    vocab = _text_config(cfg).vocab_size
     merge = getattr(vision, "spatial_merge_size", None) or 2
     side = 2 * merge
     channels = next((c for c in (getattr(vision, k, None) for k in
@@ -419,12 +428,9 @@ def grid_recipe(model: Any, plain: Recipe) -> Recipe:
 
 
 def _audio_token_id(cfg: Any) -> None:
-    """An audio token id the shrunk vocabulary holds: its last."""
-    text = getattr(cfg, "text_config", None) or cfg
-    for c in (cfg, text):
-        for key in ("audio_token_id", "audio_token_index"):
-            if hasattr(c, key):
-                setattr(c, key, text.vocab_size - 1)
+    """The audio token: the shrunk vocabulary's last id."""
+    vocab = _text_config(cfg).vocab_size
+    _set_token_ids(cfg, {"audio_token_id": vocab - 1, "audio_token_index": vocab - 1})
 
 
 def audio_recipe(model: Any, plain: Recipe) -> Recipe:
@@ -434,7 +440,7 @@ def audio_recipe(model: Any, plain: Recipe) -> Recipe:
     import torch
 
     cfg = model.config
-    vocab = (getattr(cfg, "text_config", None) or cfg).vocab_size
+    vocab = _text_config(cfg).vocab_size
     named = set(inspect.signature(model.forward).parameters)
     takes = set(inspect.signature(model.get_audio_features).parameters)
 
@@ -705,11 +711,11 @@ HF_VARIANTS: Dict[str, HfVariant] = {
     # a vision-language model fed what its processor gives it: patches, their grid and the
     # image (and video) tokens in the text, so its feature merge and multimodal rotary run
     "grid_images": HfVariant("image_grid_thw", lambda model: _media_token_ids(model.config),
-                             lambda model, rec: grid_recipe(model, rec), sub_config="vision_config"),
+                             grid_recipe, sub_config="vision_config"),
     # an audio-language model given mel features and, in its text, as many audio tokens as
     # its own encoder makes of them: its audio merge runs
     "audio_tokens": HfVariant("def get_audio_features", lambda model: _audio_token_id(model.config),
-                              lambda model, rec: audio_recipe(model, rec), sub_config="audio_config"),
+                              audio_recipe, sub_config="audio_config"),
     # global attention on each text's first token, as Longformer's classification and
     # question-answering heads set it: the global-attention path the plain call never takes
     "global_attention": HfVariant("global_attention_mask", lambda model: None,
@@ -721,7 +727,7 @@ HF_VARIANTS: Dict[str, HfVariant] = {
     # the sequence-classification head with labels, as fine-tuning runs it: its pooling and
     # its loss
     "seqcls_labels": HfVariant("ForSequenceClassification", lambda model: _pad_token(model.config),
-                               lambda model, rec: labels_recipe(model, rec),
+                               labels_recipe,
                                "MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES"),
 }
 

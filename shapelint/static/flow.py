@@ -28,8 +28,8 @@ from shapelint.static.project import (ClassInfo, FunctionInfo, ModuleInfo, Proje
                                       dotted as _dotted)
 from shapelint.static.regions import Regions
 from shapelint.static.types import ast_literal, ast_param_kinds, kinds_of_ast_annotation, literal
-from shapelint.values import (CONST_DIM, NUMBERS, BuiltItems, UNKNOWN, Dim, DimInfo, Dims, Kind, Origin, Tag, Value,
-                              join_dims, tracked)
+from shapelint.values import (CONST_DIM, NUMBERS, UNKNOWN, BuiltItems, Dim, DimInfo, Dims, Kind, Origin, Tag,
+                              Value, join_dims, tracked)
 
 MAX_DEPTH = 12
 #: how deep one expression may nest before the walk stops following it (deeper code is
