@@ -99,7 +99,7 @@ PIN_FILE = os.path.join(RECORDS, "_harness.json")
 TUNE_FILE = os.path.join(RECORDS, "_tune.txt")
 CATALOGUE_FILE = os.path.join(RECORDS, "_catalogue.json")
 #: bump when the builder lists other names for the same libraries (2: transformers variants)
-CATALOGUE_FORMAT = 8
+CATALOGUE_FORMAT = 9
 PROBES = os.path.join(DOWNLOADS, "zoo-probe.jsonl")
 WORK = os.path.join(DOWNLOADS, "zoo-work")
 

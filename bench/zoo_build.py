@@ -472,6 +472,74 @@ def audio_recipe(model: Any, plain: Recipe) -> Recipe:
     return Recipe(plain.kinds, base, make, options)
 
 
+def _count_rows(out: Any) -> int:
+    """Rows of embeddings an encoder returned: a (items, tokens, dim) or (rows, dim) tensor,
+    a list of them, or a model output holding one (its ``pooler_output``, else its first)."""
+    import torch
+
+    if not isinstance(out, (torch.Tensor, list, tuple)):
+        pooled = getattr(out, "pooler_output", None)
+        out = pooled if pooled is not None else out[0]
+    if isinstance(out, (list, tuple)):
+        return sum(_count_rows(o) for o in out)
+    return out.shape[0] * out.shape[1] if out.dim() == 3 else out.shape[0]
+
+
+def image_tokens_recipe(model: Any, plain: Recipe) -> Recipe:
+    """Text and one picture per sample as a LLaVA-style processor gives them: the picture at
+    the vision tower's size, and in the text as many image tokens as the model's own
+    ``get_image_features`` makes of it (counted eagerly once, as a processor knows it), so
+    its feature merge runs. The layouts tried: the picture as it is, as one tile, and each
+    with its size where the model takes ``image_sizes``."""
+    import torch
+
+    cfg = model.config
+    vocab = _text_config(cfg).vocab_size
+    named = set(inspect.signature(model.forward).parameters)
+    takes = set(inspect.signature(model.get_image_features).parameters)
+    side = plain.base.get("image", 32)
+
+    def pictures(batch: int, use: List[str]) -> Dict[str, Any]:
+        _, kw = plain.make(batch, {"image": side}, ["image"])
+        pixels = kw["pixel_values"]
+        if "tiles" in use:  # (batch, tiles, channels, side, side)
+            pixels = pixels.unsqueeze(1)
+        kw = {"pixel_values": pixels}
+        if "sized" in use:  # each picture's (height, width), for towers of any size
+            kw["image_sizes"] = torch.tensor([[side, side]] * batch)
+        return kw
+
+    def per_picture(use: List[str]) -> int:
+        kw = pictures(1, use)
+        try:
+            with torch.no_grad():
+                return _count_rows(model.get_image_features(**{k: v for k, v in kw.items()
+                                                               if k in takes}))
+        except Exception:  # noqa: BLE001 - a layout the tower refuses: so will the forward
+            return 0
+
+    layouts = [["text"], ["text", "tiles"]]
+    if "image_sizes" in named | takes:
+        layouts += [u + ["sized"] for u in layouts]
+    counts = {tuple(u): per_picture(u) for u in layouts}
+    room = max(counts.values()) + 2
+
+    def make(batch: int, sizes: Dict[str, int], use: List[str]):
+        args, kw = plain.make(batch, sizes, ["text"])
+        ids = kw["input_ids"]
+        ids[ids >= vocab - 2] = 4  # no stray media token
+        n = counts[tuple(u for u in use if u != "image")]
+        ids[:, 1:1 + min(n, ids.shape[1] - 2)] = vocab - 1
+        kw.update({k: v for k, v in pictures(batch, use).items() if k in named})
+        return args, kw
+
+    texts = plain.kinds.get("text", [])
+    fits = [n for n in texts if n >= room]
+    kinds = {"text": fits if len(fits) > 1 else [room + n for n in texts]}
+    options = [u for u in layouts if counts[tuple(u)]] or [["text"]]
+    return Recipe(kinds, {"text": kinds["text"][-1]}, make, options)
+
+
 def _edited(plain: Recipe, edit: Callable[[int, Dict[str, Any]], Dict[str, Any]]) -> Recipe:
     """The plain recipe with each call's keyword inputs passed through ``edit(batch, kw)``."""
 
@@ -698,6 +766,8 @@ class HfVariant(NamedTuple):
     #: a sub-config the architecture's config must have (``vision_config``: not the text-only
     #: model types that share a vision-language model's file)
     sub_config: str = ""
+    #: a text of the modeling file that rules the variant out (another variant covers it)
+    unless: str = ""
 
 
 def _eager_experts(model: Any) -> None:
@@ -716,6 +786,12 @@ HF_VARIANTS: Dict[str, HfVariant] = {
     # its own encoder makes of them: its audio merge runs
     "audio_tokens": HfVariant("def get_audio_features", lambda model: _audio_token_id(model.config),
                               audio_recipe, sub_config="audio_config"),
+    # a LLaVA-style vision-language model given a picture and, in its text, as many image
+    # tokens as its own vision tower makes of it: its projector and feature merge run (the
+    # Qwen-VL family, which takes patches and their grid, is grid_images')
+    "image_tokens": HfVariant("def get_placeholder_mask", lambda model: _media_token_ids(model.config),
+                              image_tokens_recipe, sub_config="vision_config",
+                              unless="image_grid_thw"),
     # global attention on each text's first token, as Longformer's classification and
     # question-answering heads set it: the global-attention path the plain call never takes
     "global_attention": HfVariant("global_attention_mask", lambda model: None,
@@ -754,7 +830,8 @@ def hf_variants(model_type: str) -> List[str]:
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
     return [v for v, spec in HF_VARIANTS.items()
-            if spec.marker in source and model_type in getattr(modeling_auto, spec.table)
+            if spec.marker in source and not (spec.unless and spec.unless in source)
+            and model_type in getattr(modeling_auto, spec.table)
             and (not spec.sub_config
                  or spec.sub_config in getattr(CONFIG_MAPPING[model_type], "sub_configs", {}))]
 

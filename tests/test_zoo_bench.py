@@ -222,6 +222,55 @@ def test_grid_images_inputs_hold_one_picture_and_video_per_sample():
     assert "video_grid_thw" not in still and ((still["input_ids"] >= 62).sum(1) == 4).all()
 
 
+def test_image_tokens_inputs_hold_as_many_tokens_as_the_tower_makes():
+    """The ``image_tokens`` variant counts a picture's tokens with the model's own
+    ``get_image_features`` (here 5 rows for a 1-tile layout, none for a plain picture the
+    tower refuses), keeps only layouts that count some, grows the text to hold them and puts
+    exactly that many image tokens in each sample, beside one picture per sample."""
+    from types import SimpleNamespace
+
+    import torch
+    import zoo_build
+
+    config = SimpleNamespace(vocab_size=64, image_token_index=7)
+
+    class Llava:
+        def __init__(self) -> None:
+            self.config = config
+
+        def get_image_features(self, pixel_values, image_sizes=None):
+            if pixel_values.dim() != 5:
+                raise ValueError("tiles expected")
+            return SimpleNamespace(pooler_output=[torch.zeros(5, 8)] * pixel_values.shape[0])
+
+        def forward(self, input_ids=None, attention_mask=None, pixel_values=None, image_sizes=None):
+            raise AssertionError("not called")
+
+    def make(batch, sizes, use):  # as the plain recipe: each kind only where used
+        kw = {}
+        if "text" in use:
+            kw["input_ids"] = torch.full((batch, sizes["text"]), 63)  # stray image tokens
+            kw["attention_mask"] = torch.ones(batch, sizes["text"])
+        if "image" in use:
+            kw["pixel_values"] = torch.randn(batch, 3, sizes["image"], sizes["image"])
+        return (), kw
+
+    plain = zoo_build.Recipe({"text": [64, 33, 16, 9, 5], "image": [64, 48, 32]},
+                             {"text": 16, "image": 32}, make, [["text", "image"]])
+    model = Llava()
+    zoo_build.HF_VARIANTS["image_tokens"].apply(model)
+    assert config.image_token_index == 63
+    rec = zoo_build.image_tokens_recipe(model, plain)
+    assert rec.options == [["text", "tiles"], ["text", "tiles", "sized"]]
+    assert rec.kinds == {"text": [64, 33, 16, 9]}  # five tokens and two of text fit
+    _, kw = rec.make(3, {"text": 9}, ["text", "tiles", "sized"])
+    assert kw["pixel_values"].shape == (3, 1, 3, 32, 32)
+    assert kw["image_sizes"].tolist() == [[32, 32]] * 3
+    assert ((kw["input_ids"] == 63).sum(1) == 5).all() and kw["input_ids"].shape == (3, 9)
+    _, kw = rec.make(2, {"text": 9}, ["text", "tiles"])
+    assert "image_sizes" not in kw and ((kw["input_ids"] == 63).sum(1) == 5).all()
+
+
 def test_a_record_that_called_numpy_without_it_is_replayed_again(fake_zoo):
     """Replays made before the workers had numpy broke the graph at every ``np.`` call: such a
     record is stale where it executed one, and current where it did not or had numpy."""
