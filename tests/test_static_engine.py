@@ -817,3 +817,24 @@ def test_a_comparison_is_a_tensor_only_where_an_operand_surely_is(tree):
                 return x
         """}, select=["SL201"])
     assert found == [("m.py", 12, "SL201")], found
+
+
+def test_exclude_globs_match_names_paths_below_the_root_and_absolute_paths(tmp_path, monkeypatch):
+    """An exclude glob matches a file's name, its path from the root walked (and what lies
+    below a matched folder) or its absolute path, however the root is spelled; plain names
+    match any folder or file of that name."""
+    from shapelint.static.files import discover
+
+    for rel in ("src/a.py", "src/gen/b.py", "src/gen/deep/c.py", "src/m_pb2.py", "src/vendor/d.py",
+                "src/keep/gen.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x = 1\n")
+    monkeypatch.chdir(tmp_path)
+    patterns = ("gen/*", "*_pb2.py", "vendor", str(tmp_path / "src" / "keep") + "/*")
+    for root in ("src", "src/", "./src", str(tmp_path / "src")):
+        found, errors = discover([root], patterns, respect_gitignore=False)
+        assert not errors
+        assert sorted(os.path.relpath(f, tmp_path / "src") for f in found) == ["a.py"], root
+    found, _ = discover(["."], ("src/gen",), respect_gitignore=False)
+    assert sorted(os.path.relpath(f, tmp_path) for f in found) == [
+        "src/a.py", "src/keep/gen.py", "src/m_pb2.py", "src/vendor/d.py"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import fnmatch
 import io
 import os
+import re
 import tokenize
 from dataclasses import dataclass
 from typing import Iterable, List, Optional, Sequence, Tuple, Union
@@ -30,37 +31,45 @@ class SourceFile:
     digest: str
 
 
-def _split(patterns: Sequence[str]) -> Tuple[frozenset, Tuple[str, ...]]:
-    """Plain names (matched by a set lookup on the basename) and real globs."""
-    plain = frozenset(p.rstrip("/") for p in patterns if not any(c in p for c in "*?[/"))
-    globs = tuple(p.rstrip("/") for p in patterns if any(c in p for c in "*?[/"))
-    return plain, globs
+class _Excludes:
+    """Exclude globs compiled once for a walk: plain names are a set lookup on the basename,
+    real globs one regular expression each for the name, the path relative to the root
+    walked and the absolute path (never the root's ancestors, so checking a tree inside
+    site-packages works). A walk asks for thousands of paths: fnmatch and os.path per path
+    and pattern were half of a warm check of transformers."""
 
+    def __init__(self, patterns: Sequence[str], root: str = ".") -> None:
+        self.plain = frozenset(p.rstrip("/") for p in patterns if not any(c in p for c in "*?[/"))
+        globs = [p.rstrip("/") for p in patterns if any(c in p for c in "*?[/")]
+        self.glob = re.compile("|".join(f"(?:{fnmatch.translate(g)})" for g in globs)) \
+            if globs else None
+        self.below = re.compile("|".join(f"(?:{fnmatch.translate(g + '/*')})" for g in globs)) \
+            if globs else None
+        self.root = root
+        #: the root as the walk spells the paths it yields, and as an absolute path
+        self.prefix = root.rstrip(os.sep) + os.sep if root.rstrip(os.sep) else os.sep
+        self.abs_prefix = os.path.abspath(root).rstrip(os.sep) + os.sep
 
-def _excluded(path: str, patterns: Sequence[str], root: str = ".", split=None) -> bool:
-    """Whether ``path`` matches an exclude glob: by name, by path relative to the root being
-    walked, or by absolute path (never by the root's ancestors, so checking a tree inside
-    site-packages works)."""
-    plain, globs = split or _split(patterns)
-    name = os.path.basename(path)
-    if name in plain:
-        return True
-    if not globs:
-        return False
-    candidates = (os.path.relpath(path, root), os.path.abspath(path))
-    for pat in globs:
-        if fnmatch.fnmatch(name, pat):
+    def __call__(self, path: str) -> bool:
+        name = os.path.basename(path)
+        if name in self.plain:
             return True
-        for c in candidates:
-            if fnmatch.fnmatch(c, pat) or fnmatch.fnmatch(c, pat + "/*"):
-                return True
-    return False
+        if self.glob is None or self.below is None:
+            return False
+        if self.glob.match(name):
+            return True
+        if path.startswith(self.prefix):  # what the walk of the root yields: names below it
+            rel = path[len(self.prefix):]
+            full = self.abs_prefix + rel
+        else:
+            rel, full = os.path.relpath(path, self.root), os.path.abspath(path)
+        return any(rx.match(c) is not None for rx in (self.glob, self.below) for c in (rel, full))
 
 
 def excluded(path: str, patterns: Sequence[str]) -> bool:
     """Whether a file named on its own matches an exclude glob (by name, by its path from the
     working directory, or by its absolute path)."""
-    return _excluded(path, tuple(patterns))
+    return _Excludes(tuple(patterns))(path)
 
 
 def _git_listed(root: str) -> Optional[List[str]]:
@@ -92,7 +101,6 @@ def discover(paths: Iterable[str], exclude: Sequence[str] = (),
     """Python files under ``paths`` (files named explicitly are always kept); inside a git
     work tree, files that ``.gitignore`` excludes are skipped."""
     patterns = tuple(DEFAULT_EXCLUDES) + tuple(exclude)
-    split = _split(patterns)
     found: List[str] = []
     errors: List[FileError] = []
     seen_dirs: set = set()
@@ -103,9 +111,10 @@ def discover(paths: Iterable[str], exclude: Sequence[str] = (),
         if not os.path.exists(root):
             errors.append(FileError(relpath(root), 1, 1, "no such file or directory"))
             continue
+        is_excluded = _Excludes(patterns, root)
         listed = _git_listed(root) if respect_gitignore else None
         if listed is not None:  # what git tracks or would track: .gitignore respected
-            found.extend(f for f in listed if not _excluded(f, patterns, root, split))
+            found.extend(f for f in listed if not is_excluded(f))
             continue
         def unlisted(e: OSError, root: str = root) -> None:
             errors.append(FileError(relpath(e.filename or root), 1, 1, f"cannot list directory: {e.strerror}"))
@@ -117,11 +126,11 @@ def discover(paths: Iterable[str], exclude: Sequence[str] = (),
                 continue
             seen_dirs.add(real)
             dirnames[:] = sorted(d for d in dirnames
-                                 if not _excluded(os.path.join(dirpath, d), patterns, root, split))
+                                 if not is_excluded(os.path.join(dirpath, d)))
             for fname in sorted(filenames):
                 if fname.endswith((".py", ".pyi")) and not fname.endswith(".pyi"):
                     full = os.path.join(dirpath, fname)
-                    if not _excluded(full, patterns, root, split):
+                    if not is_excluded(full):
                         found.append(os.path.abspath(full))
     # keep order, drop duplicates
     return list(dict.fromkeys(found)), errors
