@@ -433,6 +433,19 @@ def _audio_token_id(cfg: Any) -> None:
     _set_token_ids(cfg, {"audio_token_id": vocab - 1, "audio_token_index": vocab - 1})
 
 
+def _count_rows(out: Any) -> int:
+    """Rows of embeddings an encoder returned: a (items, tokens, dim) or (rows, dim) tensor,
+    a list of them, or a model output holding one (its ``pooler_output``, else its first)."""
+    import torch
+
+    if not isinstance(out, (torch.Tensor, list, tuple)):
+        pooled = getattr(out, "pooler_output", None)
+        out = pooled if pooled is not None else out[0]
+    if isinstance(out, (list, tuple)):
+        return sum(_count_rows(o) for o in out)
+    return out.shape[0] * out.shape[1] if out.dim() == 3 else out.shape[0]
+
+
 def audio_recipe(model: Any, plain: Recipe) -> Recipe:
     """The plain text and mel features, the text holding one audio token for each row of
     audio embeddings the model's own ``get_audio_features`` makes of a sample's features
@@ -455,10 +468,7 @@ def audio_recipe(model: Any, plain: Recipe) -> Recipe:
             with torch.no_grad():
                 out = model.get_audio_features(features, **{k: kw[k] for k in takes
                                                              if k in kw and k != "input_features"})
-            pooled = getattr(out, "pooler_output", out)
-            if isinstance(pooled, (list, tuple)):
-                pooled = torch.cat(list(pooled))
-            rows = pooled.shape[0] if pooled.dim() == 2 else pooled.shape[0] * pooled.shape[1]
+            rows = _count_rows(out)
         except Exception:  # noqa: BLE001 - features the encoder refuses: so will the forward
             rows = 0
         ids = kw["input_ids"]
@@ -470,19 +480,6 @@ def audio_recipe(model: Any, plain: Recipe) -> Recipe:
     options = [o for o in plain.options if "text" in o and "features" in o]
     base = dict(plain.base, text=max(plain.kinds.get("text") or [plain.base.get("text", 16)]))
     return Recipe(plain.kinds, base, make, options)
-
-
-def _count_rows(out: Any) -> int:
-    """Rows of embeddings an encoder returned: a (items, tokens, dim) or (rows, dim) tensor,
-    a list of them, or a model output holding one (its ``pooler_output``, else its first)."""
-    import torch
-
-    if not isinstance(out, (torch.Tensor, list, tuple)):
-        pooled = getattr(out, "pooler_output", None)
-        out = pooled if pooled is not None else out[0]
-    if isinstance(out, (list, tuple)):
-        return sum(_count_rows(o) for o in out)
-    return out.shape[0] * out.shape[1] if out.dim() == 3 else out.shape[0]
 
 
 def image_tokens_recipe(model: Any, plain: Recipe) -> Recipe:
