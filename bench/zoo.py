@@ -1243,9 +1243,12 @@ def score(split: str, as_json: bool, verbose: bool, only_rule: Optional[str],
 
 
 def table(static_ref: Optional[str]) -> int:
-    """tune, held-out and all side by side (one static pass), as the README shows them."""
+    """tune, held-out and all side by side (one static pass), as the README shows them: the
+    records finished when it starts, so a sweep running beside it cannot make the columns
+    disagree."""
     splits = ("tune", "held-out", "all")
-    cols = {s: score_data(s, static_ref) for s in ("all", "tune", "held-out")}
+    as_of = time.strftime("%Y-%m-%d %H:%M:%S")
+    cols = {s: score_data(s, static_ref, as_of) for s in ("all", "tune", "held-out")}
 
     def cell(d: Dict[str, Any], key: str) -> str:
         v = d[key]

@@ -316,3 +316,16 @@ def test_edited_variants_keep_the_plain_inputs_and_add_their_setting():
     assert kw["pixel_values"].dtype == torch.float16 and kw["input_ids"].dtype == torch.long
     _, kw = zoo_build.hf_variant_recipe(model, "fake__global_attention").make(3, {"text": 9}, ["text"])
     assert kw["global_attention_mask"].tolist() == [[1] + [0] * 8] * 3
+
+
+def test_table_counts_only_the_records_finished_when_it_starts(fake_zoo, capsys):
+    """A sweep writing records while ``table`` scores its three columns must not make them
+    disagree: a record finished after the table started is left out of every column."""
+    later = dict(zoo.load_json(zoo.record_path("hf_fake_ok")), name="hf_fake_later",
+                 finished="9999-01-01 00:00:00")
+    zoo.write_json(zoo.record_path("hf_fake_later"), later)
+    assert zoo.score_data("all", None)["models"] == 2  # scored on its own, it counts
+    zoo.table(None)
+    out = capsys.readouterr().out
+    row = next(ln for ln in out.splitlines() if ln.startswith("  | models replayed"))
+    assert row.split("|")[-2].strip() == "1", out
