@@ -252,6 +252,11 @@ class Value:
     #: by identity); None when unknown (a size that went through an untracked path)
     carriers: Optional[Tuple["Value", ...]] = dataclasses.field(default=None, compare=False,
                                                                 repr=False)
+    #: a model output (transformers' ModelOutput, diffusers' BaseOutput): each field's name
+    #: and value, in declaration order (a field not given is None); None for other values
+    record: Optional[Tuple[Tuple[str, "Value"], ...]] = dataclasses.field(default=None,
+                                                                          compare=False,
+                                                                          repr=False)
 
     # -- predicates rules use ---------------------------------------------------------------
     @property
@@ -337,7 +342,28 @@ class Value:
             dim=dim,
             const=self.const if self.const == other.const else None,
             carriers=_join_carriers(self, other),
+            record=self.record if self.record is other.record else None,
         )
+
+    def field(self, key: Union[int, str]) -> Optional["Value"]:
+        """A model output's item as Python gives it: by name, its field; by position, its
+        ``i``-th field that is not None (``to_tuple()[i]``). None where unknown: not a model
+        output, or a field before it that may or may not be None."""
+        if self.record is None:
+            return None
+        if isinstance(key, str):
+            return dict(self.record).get(key)
+        if key < 0:
+            return None
+        for _, v in self.record:
+            if v.kinds == {Kind.NONE}:
+                continue
+            if not v.kinds or Kind.NONE in v.kinds:
+                return None
+            if key == 0:
+                return v
+            key -= 1
+        return None
 
     def derived(self) -> "Value":
         """The value after arithmetic: still tracked, no longer a plain size or a literal."""

@@ -819,6 +819,65 @@ def test_a_comparison_is_a_tensor_only_where_an_operand_surely_is(tree):
     assert found == [("m.py", 12, "SL201")], found
 
 
+def test_a_model_output_gives_its_fields_by_position_name_and_attribute(tree):
+    """transformers' heads read ``outputs[0]`` of the model they wrap: a ModelOutput's item
+    ``i`` is its ``i``-th field that is not None, ``outputs["x"]`` and ``outputs.x`` its field.
+    So the hidden state a head masks is a tensor (BART's ``hidden_states[eos_mask, :]`` breaks
+    the graph); an item after a field that may be None (the caller's flag decides) is unknown,
+    and a plain dataclass is no model output."""
+    found = tree({"pkg/__init__.py": "", "pkg/outputs.py": """
+        from dataclasses import dataclass
+        from typing import Optional
+
+        import torch
+
+        class ModelOutput(dict):
+            pass
+
+        @dataclass
+        class BaseModelOutput(ModelOutput):
+            last_hidden_state: Optional[torch.FloatTensor] = None
+            hidden_states: Optional[tuple] = None
+            pooled: Optional[torch.FloatTensor] = None
+
+        @dataclass
+        class Pair:
+            a: Optional[torch.FloatTensor] = None
+        """, "pkg/model.py": """
+        import torch
+        from torch import nn
+
+        from .outputs import BaseModelOutput, Pair
+
+        class Inner(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.emb = nn.Embedding(10, 8)
+
+            def forward(self, input_ids, output_hidden_states: bool = False):
+                h = self.emb(input_ids)
+                every = (h,) if output_hidden_states else None
+                return BaseModelOutput(last_hidden_state=h, hidden_states=every, pooled=h[:, 0])
+
+        class Head(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.model = Inner()
+
+            def forward(self, input_ids, every):
+                outputs = self.model(input_ids, every)
+                mask = input_ids.eq(2)
+                a = outputs[0][mask, :]
+                b = outputs["last_hidden_state"][mask]
+                c = outputs.last_hidden_state[mask]
+                d = outputs[1][mask]
+                e = Pair(a=outputs.pooled).a[mask]
+                return a.sum() + b.sum() + c.sum() + d.sum() + e.sum()
+        """}, select=["SL204"])
+    assert found == [("pkg/model.py", 24, "SL204"), ("pkg/model.py", 25, "SL204"),
+                     ("pkg/model.py", 26, "SL204")], found
+
+
 def test_exclude_globs_match_names_paths_below_the_root_and_absolute_paths(tmp_path, monkeypatch):
     """An exclude glob matches a file's name, its path from the root walked (and what lies
     below a matched folder) or its absolute path, however the root is spelled; plain names

@@ -42,6 +42,7 @@ ITERATING_BUILTINS = frozenset({"list", "tuple", "zip", "enumerate", "iter", "so
                                 "reversed", "set", "frozenset", "dict", "map", "filter"})
 _KEPT = frozenset({Tag.SIZE, Tag.SCALAR, Tag.STATE, Tag.DATA, Tag.GLOBAL, Tag.INSTANCE})
 _BOOL = frozenset({Kind.BOOL})
+_NONE = Value(kinds=frozenset({Kind.NONE}), const=None)  # a model output's field not given
 _INT = frozenset({Kind.INT})
 _TENSOR = frozenset({Kind.TENSOR})
 _STATE = frozenset({Tag.STATE})
@@ -952,6 +953,9 @@ class Walker:
             return Value(kinds=_TENSOR, origin=self.origin(node), dims=Dims(rank=None))
         if base.is_state:
             return Value(tags=frozenset({Tag.STATE}), origin=base.origin, detail="unknown")
+        item = base.field(attr)
+        if item is not None:  # a model output's field
+            return item
         if attr in results.SEQUENCE_OUTPUTS and isinstance(node.value, (cst.Call, cst.Name)) \
                 and not base.kinds:
             # a library model's output the walk cannot see into: (batch, sequence, hidden)
@@ -1001,6 +1005,13 @@ class Walker:
 
     def ev_Subscript(self, node: cst.Subscript) -> Value:
         container = self.ev(node.value)
+        if container.record is not None and len(node.slice) == 1 and \
+                isinstance(node.slice[0].slice, cst.Index):
+            key = node.slice[0].slice.value
+            literal = _int_literal(key) if not isinstance(key, cst.SimpleString) else key.evaluated_value
+            item = container.field(literal) if isinstance(literal, (int, str)) else None
+            if item is not None:  # a model output's field: outputs[0], outputs["logits"]
+                return item
         parts: List[Tuple[str, Optional[Value], Tuple[Optional[Value], ...]]] = []
         indices: List[Tuple[Value, bool]] = []
         for el in node.slice:
@@ -1453,7 +1464,8 @@ class Walker:
             last = (callee.qualname or "").rsplit(".", 1)[-1]
             if last in ("Parameter", "Buffer"):
                 return Value(kinds=_TENSOR, origin=self.origin(node))
-            return Value(kinds=frozenset({Kind.OBJECT}), detail=callee.qualname or "")
+            return Value(kinds=frozenset({Kind.OBJECT}), detail=callee.qualname or "",
+                         record=self._output_record(callee.qualname, pos, kw))
         name = target.qualname if target is not None else \
             callee.qualname if callee.kind == "external" else None
         fixed = dynamo.compile_time_constant(name) if name else None
@@ -1477,6 +1489,17 @@ class Walker:
         if callee.kind == "external" and callee.qualname is not None:
             return self._external_result(node, callee, pos, kw)
         return UNKNOWN
+
+    def _output_record(self, qualname: Optional[str], pos: List[Value],
+                       kw: Dict[str, Value]) -> Optional[Tuple[Tuple[str, Value], ...]]:
+        """A model output's fields as the constructor gave them (see ``Value.field``)."""
+        cls = self.a.project.class_of(qualname, self.mod) if qualname else None
+        fields = self.a.project.output_fields(cls) if cls is not None else None
+        if not fields:
+            return None
+        given = dict(zip(fields, pos))
+        given.update((k, v) for k, v in kw.items() if k in fields)
+        return tuple((f, given.get(f, _NONE)) for f in fields)
 
     def _guard_passed(self, node: cst.Call) -> None:
         """Crossed ints passed straight into a call whose callee broke the graph: this frame

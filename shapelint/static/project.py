@@ -301,6 +301,10 @@ def _parse_function_text(text: str, indented: bool
         return getattr(exc, "message", None) or type(exc).__name__
 
 
+#: the base classes of model outputs (see ``Project.output_fields``)
+OUTPUT_BASES = frozenset({"ModelOutput", "BaseOutput"})
+
+
 class ClassInfo:
     def __init__(self, name: str, module: "ModuleInfo", tree: ast.ClassDef) -> None:
         self.name = name
@@ -970,6 +974,23 @@ class Project:
             if name in c.attrs:
                 return c.attrs[name]
         return None
+
+    def output_fields(self, cls: ClassInfo) -> Optional[Tuple[str, ...]]:
+        """The fields of a model-output class, base classes' first, in declaration order;
+        None for another class. transformers' ModelOutput and diffusers' BaseOutput are
+        dataclasses whose ``out[0]`` is the first field that is not None and ``out.name``
+        (or ``out["name"]``) a field: heads read ``outputs[0]`` of the model they wrap."""
+        chain = self.mro(cls)
+        if not any(c.name in OUTPUT_BASES or any(b.rsplit(".", 1)[-1] in OUTPUT_BASES
+                                                  for b in c.bases) for c in chain):
+            return None
+        names: List[str] = []
+        for c in reversed(chain):
+            for stmt in c.tree.body:
+                if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and \
+                        stmt.target.id not in names and "ClassVar" not in ast.unparse(stmt.annotation):
+                    names.append(stmt.target.id)
+        return tuple(names)
 
     def is_nn_module(self, cls: ClassInfo) -> bool:
         for c in self.mro(cls):
