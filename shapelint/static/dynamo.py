@@ -200,6 +200,10 @@ ROWS: Tuple[Row, ...] = (
         _prog("warnings.warn(\"hi\")  # <-\nreturn x * 2", head="import warnings")),
     Row("time.sleep", Effect.GRAPH_BREAK,
         _prog("time.sleep(0)  # <-\nreturn x * 2", head="import time")),
+    Row("torch._check_tensor_all", Effect.GRAPH_BREAK,
+        _prog("torch._check_tensor_all(x.sum() > -1e9)  # <-\nreturn x * 2"),
+        "it reads the condition back with `.item()` (transformers' torch_compilable_check "
+        "calls it while tracing)"),
     Row("torch.backends.cudnn.flags", Effect.GRAPH_BREAK,
         _prog("with torch.backends.cudnn.flags(enabled=False):  # <-\n    return x * 2")),
     Row("nn.LSTM", Effect.GRAPH_BREAK,
@@ -266,7 +270,8 @@ LOGGER_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "except
 #: context managers and calls Dynamo cannot trace through
 UNSUPPORTED_CALLS = frozenset({"torch.backends.cudnn.flags", "torch.backends.cuda.sdp_kernel",
                                "torch.cuda.synchronize", "torch.cuda.empty_cache",
-                               "pdb.set_trace", "breakpoint", "time.sleep"})
+                               "pdb.set_trace", "breakpoint", "time.sleep",
+                               "torch._check_tensor_all"})
 #: torch.nn classes that are not modules (building them in forward is plain tensor work)
 NOT_MODULES = frozenset({"torch.nn.Parameter", "torch.nn.Buffer", "torch.nn.parameter.Parameter"})
 #: torch.nn modules without parameters: Dynamo builds them in forward without a break
