@@ -29,7 +29,7 @@ class UntraceableCall(Rule):
     name = "untraceable-call"
     summary = "A call Dynamo cannot trace breaks the graph"
     evidence = ("graph-break",)
-    # issue 19's independent, torch-judged sample of library findings
+    # issue 19's independent, torch-judged sample of library findings; the zoo's held-out half: 2 of 2
     measured_precision = 1.00  # 6 of 6
     hint = "compile around the call, or replace it by something traceable"
     VALID = ['''
