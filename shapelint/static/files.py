@@ -54,7 +54,7 @@ class _Excludes:
         name = os.path.basename(path)
         if name in self.plain:
             return True
-        if self.glob is None or self.below is None:
+        if self.glob is None or self.below is None:  # (both or neither: no real glob)
             return False
         if self.glob.match(name):
             return True

@@ -1008,8 +1008,8 @@ class Walker:
         if container.record is not None and len(node.slice) == 1 and \
                 isinstance(node.slice[0].slice, cst.Index):
             key = node.slice[0].slice.value
-            literal = _int_literal(key) if not isinstance(key, cst.SimpleString) else key.evaluated_value
-            item = container.field(literal) if isinstance(literal, (int, str)) else None
+            index = key.evaluated_value if isinstance(key, cst.SimpleString) else _int_literal(key)
+            item = container.field(index) if isinstance(index, (int, str)) else None
             if item is not None:  # a model output's field: outputs[0], outputs["logits"]
                 return item
         parts: List[Tuple[str, Optional[Value], Tuple[Optional[Value], ...]]] = []

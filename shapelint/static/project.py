@@ -845,6 +845,8 @@ class Project:
         self.loader: Optional[Callable[[str], Optional[ModuleInfo]]] = None
         self._attempted: Set[str] = set()
         self._mros: Dict[str, List[ClassInfo]] = {}
+        #: per class (as ``_mros``), its model-output fields (see ``output_fields``)
+        self._outputs: Dict[str, Optional[Tuple[str, ...]]] = {}
         self._suffix: Dict[str, List[ModuleInfo]] = {}
         self._parsed_texts: Dict[str, Union[str, Tuple[cst.Module, cst.CSTNode]]] = {}
         self.limits = DEFAULT_LIMITS
@@ -856,6 +858,7 @@ class Project:
         self._attempted.add(module.source.abspath)
         self._lookups.clear()
         self._mros.clear()
+        self._outputs.clear()
         self._suffix.clear()
         self.modules.setdefault(module.name, []).append(module)
         self.by_path[module.source.abspath] = module
@@ -979,7 +982,14 @@ class Project:
         """The fields of a model-output class, base classes' first, in declaration order;
         None for another class. transformers' ModelOutput and diffusers' BaseOutput are
         dataclasses whose ``out[0]`` is the first field that is not None and ``out.name``
-        (or ``out["name"]``) a field: heads read ``outputs[0]`` of the model they wrap."""
+        (or ``out["name"]``) a field: heads read ``outputs[0]`` of the model they wrap.
+        Cached per class: the walk asks at every output a forward builds."""
+        key = f"{cls.module.source.abspath}:{cls.name}"
+        if key not in self._outputs:
+            self._outputs[key] = self._output_fields(cls)
+        return self._outputs[key]
+
+    def _output_fields(self, cls: ClassInfo) -> Optional[Tuple[str, ...]]:
         chain = self.mro(cls)
         if not any(c.name in OUTPUT_BASES or any(b.rsplit(".", 1)[-1] in OUTPUT_BASES
                                                   for b in c.bases) for c in chain):
