@@ -956,6 +956,13 @@ def diffusers_kwargs(cls: Any) -> Dict[str, Any]:
     for k in ("sample_size",):
         if _is_int(small.get(k)):
             small[k] = min(small[k], 16)
+    head = small.get("attention_head_dim")
+    for k in ("axes_dims_rope", "rope_axes_dim", "axes_dims", "axes_dim"):
+        axes = small.get(k)
+        if _is_int(head) and isinstance(axes, (tuple, list)) and axes and sum(axes) != head:
+            # rotary axes split the head dim in even parts (Flux's (16, 56, 56) of 128)
+            even = max(2, head // len(axes) // 2 * 2)
+            small[k] = type(axes)([even] * (len(axes) - 1) + [head - even * (len(axes) - 1)])
     return small
 
 
@@ -1022,6 +1029,15 @@ def diffusers_recipe(model: Any, key: str) -> Recipe:
                 kw[n] = torch.randn(batch, chans, s, s)
             elif "controlnet" not in n:
                 kw[n] = torch.randn(batch, 7, ctx)
+        if "tokens" in use:  # position ids of packed tokens (Flux): one row per image token
+            for n in named & {"img_ids", "image_ids", "latent_ids"}:
+                kw.setdefault(n, torch.zeros(kw[first].shape[1], 3))
+            for n in named & {"txt_ids", "text_ids"}:
+                kw.setdefault(n, torch.zeros(7, 3))
+            if "img_shapes" in named:  # Qwen-Image: (frames, rows, columns) of each sample
+                kw["img_shapes"] = [[(1, s // 2, s // 2)]] * batch
+            if "encoder_hidden_states_mask" in named and "encoder_hidden_states" in kw:
+                kw["encoder_hidden_states_mask"] = torch.ones(batch, 7)
         if "controlnet_cond" in named:  # the conditioning image: 2 ** (its blocks - 1) per latent
             up = 2 ** max(0, len(cfg.get("conditioning_embedding_out_channels") or (0, 0, 0, 0)) - 1)
             kw["controlnet_cond"] = torch.randn(batch, cfg.get("conditioning_channels") or 3,

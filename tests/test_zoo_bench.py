@@ -329,3 +329,20 @@ def test_table_counts_only_the_records_finished_when_it_starts(fake_zoo, capsys)
     out = capsys.readouterr().out
     row = next(ln for ln in out.splitlines() if ln.startswith("  | models replayed"))
     assert row.split("|")[-2].strip() == "1", out
+
+
+def test_diffusers_configs_keep_rotary_axes_summing_to_the_shrunk_head():
+    """Flux splits each head into rotary axes, (16, 56, 56) of 128: a shrunk head keeps that
+    sum, or every attention fails on shapes and the model never runs."""
+    import zoo_build
+
+    class Flux:
+        def __init__(self, in_channels=64, attention_head_dim=128, num_attention_heads=24,
+                     axes_dims_rope=(16, 56, 56), joint_attention_dim=4096):
+            pass
+
+    small = zoo_build.diffusers_kwargs(Flux)
+    head = small["attention_head_dim"]
+    assert head < 128 and sum(small["axes_dims_rope"]) == head
+    assert all(a % 2 == 0 for a in small["axes_dims_rope"])  # each rotary axis takes pairs
+    assert isinstance(small["axes_dims_rope"], tuple) and small["joint_attention_dim"] <= 32
