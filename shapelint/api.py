@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import textwrap
 from dataclasses import dataclass
-from typing import (TYPE_CHECKING, Any, ClassVar, Dict, FrozenSet, Optional, Protocol, Sequence,
+from typing import (TYPE_CHECKING, Any, ClassVar, Dict, FrozenSet, List, Optional, Protocol, Sequence,
                     Tuple, runtime_checkable)
 
 from shapelint.static import dynamo
@@ -77,6 +77,20 @@ class Function(Protocol):
     @property
     def is_method(self) -> bool:
         """Whether it is bound to an instance (``self`` is its first parameter)."""
+
+    @property
+    def self_is_module(self) -> bool:
+        """Whether ``self`` is an ``nn.Module``: an object that outlives the call, whose
+        attributes Dynamo guards on from one call to the next."""
+
+    def state_assignments(self, path: str) -> List[Tuple[int, str]]:
+        """Where this method rebinds ``self.<path>`` (``path`` is ``cache`` or
+        ``config.problem_type``), itself or through a method it calls on ``self``: (the line
+        here, ``line 14`` or the helper and its line), in source order."""
+
+    def first_state_read(self, path: str) -> Optional[int]:
+        """The first line of this function that reads ``self.<path>``: where Dynamo installs
+        the guard on it (one guard per attribute, whichever later lines read it again)."""
 
     def code(self, node: "cst.CSTNode") -> str:
         """Source text of a node of this function."""

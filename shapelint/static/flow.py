@@ -24,7 +24,7 @@ import networkx as nx
 from shapelint import api
 from shapelint.static import callees, dynamo, results, shapes
 from shapelint.static.frames import Frames
-from shapelint.static.project import (ClassInfo, FunctionInfo, ModuleInfo, Project, default_pairs,
+from shapelint.static.project import (ClassInfo, FunctionInfo, ModuleInfo, Project, default_pairs, first_load,
                                       dotted as _dotted)
 from shapelint.static.regions import Regions
 from shapelint.static.types import ast_literal, ast_param_kinds, kinds_of_ast_annotation, literal
@@ -61,8 +61,9 @@ class FunctionContext:
     """One function being walked, as rules see it (``site.fn``; see :class:`api.Function`)."""
 
     def __init__(self, info: FunctionInfo, root: str,
-                 instance: Optional[ClassInfo] = None) -> None:
+                 instance: Optional[ClassInfo] = None, project: Optional[Project] = None) -> None:
         self.info = info
+        self.project = project
         self.module: ModuleInfo = info.module
         self.root = root
         #: the class of ``self``: a subclass of the one defining the method, or its own
@@ -85,6 +86,23 @@ class FunctionContext:
     @property
     def is_method(self) -> bool:
         return self.info.is_method
+
+    @property
+    def self_is_module(self) -> bool:
+        return self.instance is not None and self.info.is_method and self.project is not None \
+            and self.project.is_nn_module(self.instance)
+
+    def state_assignments(self, path: str) -> List[Tuple[int, str]]:
+        if self.project is None or self.instance is None or not self.info.is_method:
+            return []
+        out = []
+        for here, fn, line in self.project.state_assignments(self.info, self.instance, path):
+            where = f"line {line}" if fn.module is self.module else f"{fn.module.path}:{line}"
+            out.append((here, where if fn is self.info else f"`{fn.symbol}` ({where})"))
+        return out
+
+    def first_state_read(self, path: str) -> Optional[int]:
+        return first_load(self.info.tree, "self." + path)
 
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code(node)
@@ -190,7 +208,7 @@ class Analyzer:
     # -- entry points -------------------------------------------------------------------------
     def analyze_entry(self, fn: FunctionInfo) -> None:
         self.graph.add_node(fn.qualname, entry=True, path=fn.module.path)
-        args = self.regions.entry_args(fn, FunctionContext(fn, fn.qualname))
+        args = self.regions.entry_args(fn, FunctionContext(fn, fn.qualname, project=self.project))
         self.graph_inputs = {}
         self.add_graph_inputs(args.values())
         limit = self.project.limits.max_walk_seconds
@@ -238,7 +256,7 @@ class Analyzer:
         self._stack.append(fn.qualname)
         eager, self.eager = self.eager, 0
         try:
-            walker = Walker(self, FunctionContext(fn, root, instance), args, flag_guarded,
+            walker = Walker(self, FunctionContext(fn, root, instance, self.project), args, flag_guarded,
                             own_frame)
             result = walker.run()
             self._broke[key] = walker.frames.broke

@@ -598,6 +598,33 @@ def _self_loads(fn: FunctionNode) -> Set[str]:
     return out
 
 
+def _assignments(fn: FunctionNode, path: str) -> List[int]:
+    """The lines of the statements of ``fn`` that rebind the dotted ``path`` (``=``, ``+=``,
+    an annotated assignment, or one target of a tuple unpacking)."""
+    lines = []
+    for stmt in _statements(fn.body):
+        if isinstance(stmt, ast.Assign):
+            targets = [t for tgt in stmt.targets
+                       for t in (tgt.elts if isinstance(tgt, (ast.Tuple, ast.List)) else [tgt])]
+        elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)) and \
+                (not isinstance(stmt, ast.AnnAssign) or stmt.value is not None):
+            targets = [stmt.target]
+        else:
+            continue
+        if any(ast_dotted(t) == path for t in targets):
+            lines.append(stmt.lineno)
+    return lines
+
+
+def first_load(fn: FunctionNode, path: str) -> Optional[int]:
+    """The first line of ``fn`` that reads the dotted ``path`` (``+=`` reads too)."""
+    lines = [n.lineno for n in ast.walk(fn)
+             if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and ast_dotted(n) == path]
+    lines += [n.lineno for n in ast.walk(fn)
+              if isinstance(n, ast.AugAssign) and ast_dotted(n.target) == path]
+    return min(lines, default=None)
+
+
 def _statements(body: List[ast.stmt]) -> Iterable[ast.stmt]:
     """Statements of a body in source order, nested blocks included, expressions not entered
     (a fraction of ``ast.walk``)."""
@@ -1001,6 +1028,24 @@ class Project:
                         stmt.target.id not in names and "ClassVar" not in ast.unparse(stmt.annotation):
                     names.append(stmt.target.id)
         return tuple(names)
+
+    def state_assignments(self, fn: FunctionInfo, cls: ClassInfo,
+                          path: str) -> List[Tuple[int, FunctionInfo, int]]:
+        """Where ``fn`` (a method of an instance of ``cls``) rebinds ``self.<path>`` (``path``
+        is ``x`` or ``config.problem_type``), itself or through a method it calls on ``self``:
+        (the line in ``fn``, the function that assigns, the assignment's line), in source
+        order. One level of ``self.m(...)`` calls is followed: lazy initialisation sits in a
+        helper (``self._init_cache(x)``)."""
+        found = [(line, fn, line) for line in _assignments(fn.tree, "self." + path)]
+        for call in ast.walk(fn.tree):
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) \
+                    and _is_self(call.func.value):
+                callee = self.method(cls, call.func.attr)
+                if callee is not None and callee.name != "__init__" and callee is not fn:
+                    inner = _assignments(callee.tree, "self." + path)
+                    if inner:
+                        found.append((call.lineno, callee, inner[0]))
+        return sorted(found, key=lambda f: f[0])
 
     def is_nn_module(self, cls: ClassInfo) -> bool:
         for c in self.mro(cls):
