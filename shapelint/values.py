@@ -277,6 +277,13 @@ class Value:
         return Tag.SIZE in self.tags and Kind.TENSOR not in self.kinds
 
     @property
+    def is_varying_list(self) -> bool:
+        """A Python list read from tensor data whose length follows a dim that varies between
+        calls (``t.tolist()`` of a tensor with one row per image of the batch)."""
+        return self.kinds == {Kind.CONTAINER} and Tag.DATA in self.tags and self.dim is not None \
+            and self.dim.varies is True and not self.dim.guessed
+
+    @property
     def is_shape(self) -> bool:
         return Kind.SHAPE in self.kinds
 

@@ -174,6 +174,10 @@ class Frames:
                                             self.returned_across is self.w.ctx.stmt and
                                             v.is_size and v.varies)):
             self.crossed[name] = self.last_break  # type: ignore[assignment]
+        elif self.broke_at is not None and v.is_varying_list:
+            # `sizes = t.tolist()` breaks the graph; the resumed frame takes the list as an
+            # input and guards its length where it first reads it
+            self.crossed[name] = self.last_break  # type: ignore[assignment]
 
     def read(self, node: cst.Name, v: Value) -> Optional[cst.CSTNode]:
         """A read of a name: where the break it crossed is when this is a frame's first read

@@ -128,6 +128,9 @@ def torch_result(name: str, short: str, args: Args, kwargs: Kwargs, origin: Orig
         ret, arity = ov.returns, ov.arity
         bound = bound_values(binding, args, kwargs, receiver)
     src = receiver if receiver is not None else (args[0] if args and args[0].is_tensor else None)
+    if src is None:  # `torch.clone(input=x)`: the tensor passed by keyword
+        given = bound.get("input", kwargs.get("input"))
+        src = given if given is not None and given.is_tensor else None
     tensor_args = [a for a in list(args) + list(kwargs.values()) if a.is_tensor]
     if ret == "tensor":
         if short in DATA_SIZED:
@@ -170,9 +173,11 @@ def torch_result(name: str, short: str, args: Args, kwargs: Kwargs, origin: Orig
     if short == "item":
         return Value(kinds=kinds or frozenset({Kind.INT, Kind.FLOAT}),
                      tags=frozenset({Tag.DATA}), origin=origin), bound
-    if short in ("tolist", "numpy") and tensor_args:
+    if short in ("tolist", "numpy") and (tensor_args or receiver is not None):
+        # its length is the tensor's dim 0: a list as long as the batch varies with it
+        length = shapes.dims_of(src).at(0) if src is not None else None
         return Value(kinds=frozenset({Kind.CONTAINER}), tags=frozenset({Tag.DATA}),
-                     origin=origin), bound
+                     origin=origin, dim=length), bound
     if short in ("numel", "nelement") and src is not None:
         return size_value(origin, join_dims(*shapes.dims_of(src).all())), bound
     return Value(kinds=kinds), bound

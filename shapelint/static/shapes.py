@@ -598,7 +598,8 @@ def function_dims(name: str, args: Args, kwargs: Kwargs) -> Optional[Dims]:
         return _from_sizes(list(size.elems)) if size is not None and size.elems is not None else None
     if name in ("zeros_like", "ones_like", "empty_like", "rand_like", "randn_like", "full_like",
                 "randint_like"):
-        return dims_of(args[0]) if args else None
+        src = _arg(args, kwargs, 0, "input")
+        return dims_of(src) if src is not None else None
     if name == "arange":
         nums = [a for a in args if not a.is_tensor][:3] or list(kwargs.values())[:1]
         if not nums:

@@ -1,0 +1,60 @@
+from shapelint.api import NameUse, Rule
+
+
+class ListLengthAcrossBreak(Rule):
+    """
+    ## What it does
+    Finds a Python list read from a tensor (`sizes = grid.prod(-1).tolist()`) whose length
+    follows a dim that varies between calls (one row per image of the batch), where the frame
+    that resumes after the read's graph break first uses it (`torch.split(x, sizes)`).
+
+    ## Why is this bad?
+    `.tolist()` breaks the graph, and the rest of the function runs as a resumed frame that
+    takes the list as an input. Dynamo guards its length (`len(sizes) == 2`) at the first use,
+    so every new length (a batch with another number of images) compiles that frame again;
+    automatic dynamic shapes do not make a list's length symbolic.
+
+    ## Example
+    ```python
+    split_sizes = (image_grid_thw.prod(-1) // merge**2).tolist()  # graph break
+    chunks = torch.split(image_embeds, split_sizes)  # guards len(split_sizes) == <images>
+    ```
+
+    ## Use instead
+    Keep the sizes a tensor and split with tensor operations (`torch.tensor_split` with a
+    tensor of indices), or pad every batch to the same number of images.
+    """
+
+    code = "SL207"
+    name = "list-length-across-break"
+    summary = "A list read from a tensor, as long as a varying dim, is guarded on its length"
+    evidence = ("recompile",)
+    # new, and not yet judged on the zoo's held-out half: a preview rule until it is
+    preview = True
+    hint = "keep the sizes a tensor (torch.tensor_split with tensor indices), or pad the batch"
+    VALID = ['''
+import torch
+class M(torch.nn.Module):
+    def forward(self, x):
+        counts = torch.ones_like(x[:, 0]).long()  # kept a tensor: no break, no list
+        return x * counts.cumsum(0)[:, None]
+''']
+    INVALID = ['''
+import torch
+class M(torch.nn.Module):
+    def forward(self, x):
+        sizes = torch.ones_like(x[:, 0]).long().tolist()
+        parts = torch.split(x, sizes)  # error: SL207
+        return torch.cat([p * 2 for p in parts])
+''']
+
+    def on_name_use(self, site: NameUse) -> None:
+        if site.after_break and not site.passthrough and site.value.is_varying_list:
+            dim = site.value.dim
+            rows = dim.label if dim is not None and dim.label else "a dim that varies"
+            self.report(site, node=site.near,
+                        message=f"`{site.name}` is a list read from tensor data "
+                                f"({site.fn.describe(site.value.origin)}), one item per row of "
+                                f"{rows}; the graph break at line {site.break_line} hands it to "
+                                f"the resumed frame, which guards its length "
+                                f"(`len({site.name}) == <rows>`) and recompiles for each new one")
