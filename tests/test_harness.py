@@ -197,7 +197,9 @@ def test_cli_run_max_compiles_budget_fails(tmp_path, cases_root):
     case = os.path.join(cases_root, "a20_rnn_loop_over_time")
     proc = subprocess.run([sys.executable, "-m", "shapelint.cli", "run", "--model", "model.py:build",
                            "--inputs", "model.py:inputs", "--batch-sizes", "1,2,3", "--max-compiles", "2",
-                           "--no-static"], cwd=case, capture_output=True, text=True)
+                           "--no-static", "--device", "cpu"], cwd=case, capture_output=True, text=True)
+    # on CPU: under CUDA the cuDNN RNN has no fake-tensor kernel, Dynamo skips the frame and it
+    # compiles twice only (seen on an H100)
     assert proc.returncode == 1
     assert "exceed max-compiles 2" in proc.stdout
 
@@ -655,6 +657,9 @@ def inputs(batch):
 '''
 
 
+@pytest.mark.skipif(tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) < (2, 13),
+                    reason="the worker re-checks int guards as torch 2.13 keeps them; torch 2.11 "
+                           "(seen on an H100) gives torch's own failing guard only")
 def test_every_failed_value_guard_is_blamed(tmp_path):
     """torch's reason names one failing guard per cache entry (`n == 1`, line 11); `w`
     crossed the same break and its guard `w == 2` (line 10) failed at the same call: the worker
