@@ -40,10 +40,11 @@ class ConvBatchGuard(Rule):
     severity = "info"
     evidence = ("recompile",)
     # held-out real code: 18 of 18 in issue 19's independent, torch-judged sample of library
-    # findings and 16 of 19 on the zoo's held-out half (bench/zoo.py score --split held-out,
-    # 521 models replayed): 34 of 37 together. The zoo's half alone decides once it has
-    # judged 20 of its findings (the README's policy); under 0.9, SL106 goes to preview
-    measured_precision = 0.92  # 34 of 37
+    # findings; the zoo's held-out half (bench/zoo.py score --split held-out, 548 models
+    # replayed) has now judged 21 of its findings, past the 20 from which it alone decides
+    # (the README's policy), and found 18 right: under 0.9, a preview rule
+    preview = True
+    measured_precision = 0.86  # 18 of 21
     hint = "warm up with a batch >= 16 as well, or accept one extra compile"
     VALID = ['''
 import torch

@@ -331,7 +331,7 @@ def test_preview_rules_from_the_command_line_and_the_config(tmp_path):
     row = next(ln for ln in listing.splitlines() if ln.startswith("CU002"))
     assert "preview" in row and "0.62" in row
     assert re.search(r"SL105 .* off by default", listing) and re.search(r"SL900 .* runtime-only", listing)
-    assert re.search(r"SL106 .* stable", listing) and re.search(r"SL101 .* preview", listing)
+    assert re.search(r"SL204 .* stable", listing) and re.search(r"SL101 .* preview", listing)
     one = run(["rule", "CU002"], tmp_path).stdout
     assert "Status: preview" in one and "--preview" in one and "0.62" in one
     described = json.loads(run(["rule", "--format", "json", "--all"], tmp_path).stdout)
@@ -341,7 +341,7 @@ def test_preview_rules_from_the_command_line_and_the_config(tmp_path):
     assert [r["ruleId"] for r in sarif["runs"][0]["results"]] == ["CU002"]
     enabled = {r["id"]: r["defaultConfiguration"]["enabled"] for r in sarif["runs"][0]["tool"]["driver"]["rules"]}
     assert enabled["CU002"] is False and enabled["SL105"] is False and enabled["SL101"] is False
-    assert enabled["SL106"] is True
+    assert enabled["SL204"] is True
 
 
 def test_rule_examples_as_a_pytest_helper(tmp_path):
