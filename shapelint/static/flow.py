@@ -24,7 +24,7 @@ import networkx as nx
 from shapelint import api
 from shapelint.static import callees, dynamo, results, shapes
 from shapelint.static.frames import Frames
-from shapelint.static.project import (ClassInfo, FunctionInfo, ModuleInfo, Project, default_pairs, first_load,
+from shapelint.static.project import (ClassInfo, FunctionInfo, ModuleInfo, Project, default_pairs,
                                       dotted as _dotted)
 from shapelint.static.regions import Regions
 from shapelint.static.types import ast_literal, ast_param_kinds, kinds_of_ast_annotation, literal
@@ -102,7 +102,7 @@ class FunctionContext:
         return out
 
     def first_state_read(self, path: str) -> Optional[int]:
-        return first_load(self.info.tree, "self." + path)
+        return self.info.self_state.first_read.get("self." + path)
 
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code(node)

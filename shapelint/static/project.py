@@ -233,6 +233,41 @@ def _config_reader(init: FunctionNode, module: "ModuleInfo") -> Optional[ConfigR
     return read
 
 
+class SelfState:
+    """What a method does with ``self``'s attributes, read from ``ast`` once per function
+    (rules ask at every test of an attribute): the first line that reads each dotted path
+    (``self.config.problem_type``; ``+=`` reads too), the lines that rebind each, and the
+    methods it calls on ``self``."""
+
+    def __init__(self, fn: FunctionNode) -> None:
+        self.first_read: Dict[str, int] = {}
+        self.writes: Dict[str, List[int]] = {}
+        self.self_calls: List[Tuple[int, str]] = []
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load):
+                self._read(ast_dotted(n), n.lineno)
+            elif isinstance(n, ast.AugAssign):
+                self._read(ast_dotted(n.target), n.lineno)
+            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and _is_self(n.func.value):
+                self.self_calls.append((n.lineno, n.func.attr))
+        for stmt in _statements(fn.body):
+            if isinstance(stmt, ast.Assign):
+                targets = [t for tgt in stmt.targets
+                           for t in (tgt.elts if isinstance(tgt, (ast.Tuple, ast.List)) else [tgt])]
+            elif isinstance(stmt, ast.AugAssign) or (isinstance(stmt, ast.AnnAssign) and stmt.value is not None):
+                targets = [stmt.target]
+            else:
+                continue
+            for t in targets:
+                path = ast_dotted(t)
+                if path is not None and path.startswith("self."):
+                    self.writes.setdefault(path, []).append(stmt.lineno)
+
+    def _read(self, path: Optional[str], line: int) -> None:
+        if path is not None and path.startswith("self.") and line < self.first_read.get(path, line + 1):
+            self.first_read[path] = line
+
+
 class FunctionInfo:
     """A function or method: its summary from ``ast``, its libcst tree parsed on first use."""
 
@@ -251,6 +286,13 @@ class FunctionInfo:
         self._node: Optional[cst.FunctionDef] = None
         self._parsed = False
         self._positions: Optional[FunctionPositions] = None
+        self._self_state: Optional[SelfState] = None
+
+    @property
+    def self_state(self) -> SelfState:
+        if self._self_state is None:
+            self._self_state = SelfState(self.tree)
+        return self._self_state
 
     @property
     def symbol(self) -> str:
@@ -596,33 +638,6 @@ def _self_loads(fn: FunctionNode) -> Set[str]:
                 and _is_self(n.target.value):
             out.add(n.target.attr)
     return out
-
-
-def _assignments(fn: FunctionNode, path: str) -> List[int]:
-    """The lines of the statements of ``fn`` that rebind the dotted ``path`` (``=``, ``+=``,
-    an annotated assignment, or one target of a tuple unpacking)."""
-    lines = []
-    for stmt in _statements(fn.body):
-        if isinstance(stmt, ast.Assign):
-            targets = [t for tgt in stmt.targets
-                       for t in (tgt.elts if isinstance(tgt, (ast.Tuple, ast.List)) else [tgt])]
-        elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)) and \
-                (not isinstance(stmt, ast.AnnAssign) or stmt.value is not None):
-            targets = [stmt.target]
-        else:
-            continue
-        if any(ast_dotted(t) == path for t in targets):
-            lines.append(stmt.lineno)
-    return lines
-
-
-def first_load(fn: FunctionNode, path: str) -> Optional[int]:
-    """The first line of ``fn`` that reads the dotted ``path`` (``+=`` reads too)."""
-    lines = [n.lineno for n in ast.walk(fn)
-             if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and ast_dotted(n) == path]
-    lines += [n.lineno for n in ast.walk(fn)
-              if isinstance(n, ast.AugAssign) and ast_dotted(n.target) == path]
-    return min(lines, default=None)
 
 
 def _statements(body: List[ast.stmt]) -> Iterable[ast.stmt]:
@@ -1036,15 +1051,14 @@ class Project:
         (the line in ``fn``, the function that assigns, the assignment's line), in source
         order. One level of ``self.m(...)`` calls is followed: lazy initialisation sits in a
         helper (``self._init_cache(x)``)."""
-        found = [(line, fn, line) for line in _assignments(fn.tree, "self." + path)]
-        for call in ast.walk(fn.tree):
-            if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) \
-                    and _is_self(call.func.value):
-                callee = self.method(cls, call.func.attr)
-                if callee is not None and callee.name != "__init__" and callee is not fn:
-                    inner = _assignments(callee.tree, "self." + path)
-                    if inner:
-                        found.append((call.lineno, callee, inner[0]))
+        key = "self." + path
+        found = [(line, fn, line) for line in fn.self_state.writes.get(key, ())]
+        for line, name in fn.self_state.self_calls:
+            callee = self.method(cls, name)
+            if callee is not None and callee.name != "__init__" and callee is not fn:
+                inner = callee.self_state.writes.get(key)
+                if inner:
+                    found.append((line, callee, inner[0]))
         return sorted(found, key=lambda f: f[0])
 
     def is_nn_module(self, cls: ClassInfo) -> bool:
