@@ -724,7 +724,14 @@ class Walker:
                 decided = _const_truth(left)
             if decided is (not is_and):
                 return left  # `x or y` with x true, `x and y` with x false: y never runs
-            right = self.condition(expr.right, context, validates)
+            # after a test of settings, the right side runs only in some configurations:
+            # `x.dtype == torch.float16 and torch.isinf(x).any()` breaks in float16 alone
+            guarded = left_flag and decided is None
+            self.flag_guards += guarded
+            try:
+                right = self.condition(expr.right, context, validates)
+            finally:
+                self.flag_guards -= guarded
             # a test of settings only if every operand is one: `self.attention_type == "sparse"
             # and seq_len <= limit` is decided by the size on a model configured that way
             self.flag_test = left_flag and self.flag_test
@@ -1700,8 +1707,8 @@ def _is_flag_test(v: Value) -> bool:
     """A test of settings (module state, the config, a flag, whether an optional argument
     or a keyword was given), not of a tensor's value, a varying size or a number the caller
     of the compiled entry passes: which side runs depends on how the model is configured."""
-    if v.is_tensor or v.tags & {Tag.SIZE, Tag.DATA}:
-        return False
+    if v.is_tensor or v.tags & {Tag.SIZE, Tag.DATA} or v.zero_one:
+        return False  # (zero_one: a size test its range decides, `x.shape[0] > 1`)
     # a number argument of the entry (a step, a length) is data; a flag argument is a setting
     return not (Tag.SCALAR in v.tags and v.detail in ("int", "float"))
 
