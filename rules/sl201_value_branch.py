@@ -39,8 +39,9 @@ class ValueBranch(Rule):
     # 14; the zoo's held-out half: 35 of 44, its 8 false findings all on tests that run only
     # in some configurations). Left alone, as SL203 leaves them, those tests
     # (`x.dtype == torch.float16 and torch.isinf(x).any()`, `self.training and ...`) take it to
-    # 26 of 26 there (bench/zoo.py score --split held-out), past the 20 needed to leave preview
-    measured_precision = 1.00  # 26 of 26
+    # 26 of 26 there (bench/zoo.py score --split held-out), past the 20 needed to leave
+    # preview; 26 of 27 once the diffusers transformers ran (548 models)
+    measured_precision = 0.96  # 26 of 27
     registry_ids = ("GB0170", "GB0035")
     hint = "use torch.where / torch.cond, or move the decision out of the compiled region"
     VALID = ['''
