@@ -12,7 +12,7 @@ class StateSetInRegion(Rule):
     """
     ## What it does
     Finds tests of a module's Python state that the compiled region itself sets: lazy
-    initialisation (`if self.cache is None: self.cache = ...`), one-time flags
+    initialisation (`if self.mode is None: self.mode = ...`), one-time flags
     (`if not self.is_initialized: self._init(x)`) and configuration filled in on the first
     call (`if self.config.problem_type is None: self.config.problem_type = "regression"`).
 
@@ -44,7 +44,7 @@ class StateSetInRegion(Rule):
     name = "state-set-in-region"
     summary = "A test of module state that the compiled region itself sets"
     evidence = ("recompile",)
-    # the zoo's held-out half, measured once when the rule landed (tune 32 of 32)
+    # the zoo's held-out half, measured when the rule landed (tune 32 of 32)
     measured_precision = 0.90  # 28 of 31
     hint = "initialise the attribute in __init__ or before compiling; keep changing values in buffers"
     VALID = ['''
