@@ -139,8 +139,10 @@ def inputs(batch):  # one shape for every call: the first new size would fail it
         if not site.fn.self_is_module:
             return
         path = _tested_state(site.node)
-        line = site.fn.position(site.node)[0]
-        if path is None or site.fn.first_state_read(path) != line:
+        if path is None:
+            return
+        line = site.fn.position(site.node)[0]  # (only for a test of state: positions cost)
+        if site.fn.first_state_read(path) != line:
             return  # a later test of the same attribute: the guard is the first read's
         writes = site.fn.state_assignments(path)
         if writes and writes[0][0] >= line:  # set before the test, it reads what the call wrote

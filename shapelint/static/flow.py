@@ -88,15 +88,21 @@ class FunctionContext:
         return self.info.is_method
 
     @property
+    def _self_class(self) -> Optional[ClassInfo]:
+        """The class of ``self`` where the walk knows it (a method, with the project at hand)."""
+        return self.instance if self.info.is_method and self.project is not None else None
+
+    @property
     def self_is_module(self) -> bool:
-        return self.instance is not None and self.info.is_method and self.project is not None \
-            and self.project.is_nn_module(self.instance)
+        cls = self._self_class
+        return cls is not None and self.project is not None and self.project.is_nn_module(cls)
 
     def state_assignments(self, path: str) -> List[Tuple[int, str]]:
-        if self.project is None or self.instance is None or not self.info.is_method:
+        cls = self._self_class
+        if cls is None or self.project is None:
             return []
         out = []
-        for here, fn, line in self.project.state_assignments(self.info, self.instance, path):
+        for here, fn, line in self.project.state_assignments(self.info, cls, path):
             where = f"line {line}" if fn.module is self.module else f"{fn.module.path}:{line}"
             out.append((here, where if fn is self.info else f"`{fn.symbol}` ({where})"))
         return out

@@ -397,8 +397,8 @@ class ClassInfo:
         if self._reads is None:
             self._reads = set()
             for m in self.methods.values():
-                if m.name != "__init__":
-                    self._reads |= _self_loads(m.tree)
+                if m.name != "__init__":  # `self.a.b` read: `a` is read
+                    self._reads |= {path.split(".")[1] for path in m.self_state.first_read}
         return self._reads
 
 
@@ -626,18 +626,6 @@ def _flatten_toplevel(body: Iterable[ast.stmt]) -> Iterable[ast.stmt]:
 
 def _is_self(node: ast.AST) -> bool:
     return isinstance(node, ast.Name) and node.id == "self"
-
-
-def _self_loads(fn: FunctionNode) -> Set[str]:
-    """Attribute names read as ``self.X`` (not the target of an assignment; ``+=`` reads)."""
-    out = set()
-    for n in ast.walk(fn):
-        if isinstance(n, ast.Attribute) and _is_self(n.value) and isinstance(n.ctx, ast.Load):
-            out.add(n.attr)
-        elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Attribute) \
-                and _is_self(n.target.value):
-            out.add(n.target.attr)
-    return out
 
 
 def _statements(body: List[ast.stmt]) -> Iterable[ast.stmt]:
