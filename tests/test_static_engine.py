@@ -900,3 +900,57 @@ def test_exclude_globs_match_names_paths_below_the_root_and_absolute_paths(tmp_p
     found, _ = discover(["."], ("src/gen",), respect_gitignore=False)
     assert sorted(os.path.relpath(f, tmp_path) for f in found) == [
         "src/a.py", "src/keep/gen.py", "src/m_pb2.py", "src/vendor/d.py"]
+
+
+def test_a_weight_broadcast_keeps_the_activations_varying_dims(tree):
+    """``self.weight * x`` (every RMSNorm) leaves ``x``'s dims as they are: a weight of unknown
+    rank is fixed where it is not 1, and torch guards nothing on the batch dim. The size read
+    after the norm still varies, and crossing a break it is guarded by value (torch 2.13 names
+    ``n == 1`` at the return, measured)."""
+    found = tree({"m.py": """
+        import torch
+        from torch import nn
+
+        class Norm(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.weight = nn.Parameter(torch.ones(4))
+
+            def forward(self, x):
+                return self.weight * x
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.norm = Norm()
+
+            def forward(self, x):
+                x = self.norm(x)
+                n = x.shape[0]
+                y = x[x > 0]
+                return torch.ones(n, 1) + y.sum()
+        """}, select=["SL104"])
+    assert found == [("m.py", 21, "SL104")]
+
+
+def test_a_break_under_a_size_test_hands_no_int_to_a_resume_frame(tree):
+    """A table grown under ``if n > self.table.shape[0]:`` (and the print there) runs only for
+    a longer input; on the calls that do not grow it no frame resumes, so ``n`` is no frame
+    input (torch 2.13 over batches 1 to 16: the return is never blamed)."""
+    found = tree({"m.py": """
+        import torch
+        from torch import nn
+
+        class G(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("table", torch.zeros(8, 4))
+
+            def forward(self, x):
+                n = x.shape[0]
+                if n > self.table.shape[0]:
+                    self.table = torch.zeros(n, 4)
+                    print("grew")
+                return self.table[:n] + x + torch.ones(n, 1)
+        """}, select=["SL104"])
+    assert found == []

@@ -362,6 +362,8 @@ class Walker:
         #: (``if is_global_attn:`` after an ``.item()``): which side runs depends on the data
         self.data_guards = 0
         self.data_test = False  # set by condition()
+        self.size_guards = 0  # tests of a varying size the current statement is under
+        self.size_test = False  # set by condition()
         self.ctx = ctx
         self.mod = ctx.module
         self.env: Dict[str, Value] = dict(args)
@@ -554,7 +556,7 @@ class Walker:
             self.suite(s.body if fixed else s.orelse)
             return
         yes, no = self.narrow(s.test)
-        flag, data = self.flag_test, self.data_test
+        flag, data, size = self.flag_test, self.data_test, self.size_test
         # a test of whether the caller passed an optional input of the compiled entry
         # (``if prompt_ids is None:``, ``elif input_ids is not None:``) is decided by how the
         # model is called, not by a configuration: both sides are paths callers take
@@ -565,11 +567,13 @@ class Walker:
         if not else_raises:
             arms.append((s.orelse, no, flag))
         self.data_guards += data
+        self.size_guards += size
         try:
             if arms:
                 self.branches(*arms)
         finally:
             self.data_guards -= data
+            self.size_guards -= size
         if body_raises != else_raises:  # a validation check: what it checked holds from here
             self.learn(s.test, holds=else_raises)
 
@@ -724,7 +728,7 @@ class Walker:
         if isinstance(expr, cst.BooleanOperation):
             is_and = isinstance(expr.operator, cst.And)
             left = self.condition(expr.left, context, validates)
-            left_flag, left_data = self.flag_test, self.data_test
+            left_flag, left_data, left_size = self.flag_test, self.data_test, self.size_test
             decided = self.truth(expr.left)
             if decided is None:
                 decided = _const_truth(left)
@@ -742,20 +746,22 @@ class Walker:
             # and seq_len <= limit` is decided by the size on a model configured that way
             self.flag_test = left_flag and self.flag_test
             self.data_test = left_data or self.data_test
+            self.size_test = left_size or self.size_test
             return left.merge(right)
         if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
             v = self.condition(expr.expression, context, validates)
             return _negated(v) or v
         if self.truth(expr) is not None:
             v = self.ev(expr)
-            self.flag_test = self.data_test = False
+            self.flag_test = self.data_test = self.size_test = False
             return v
         v = self.ev(expr)
         if _truth_decided(v):
-            self.flag_test = self.data_test = False
+            self.flag_test = self.data_test = self.size_test = False
             return Value(kinds=_BOOL, origin=v.origin, zero_one=True)
         self.flag_test = _is_flag_test(v)
         self.data_test = not v.is_tensor and Tag.DATA in v.tags
+        self.size_test = v.is_size and v.varies is True
         self.emit("on_condition", api.Condition(expr, v, self.ctx, context=context,
                                                 validates=validates))
         return v

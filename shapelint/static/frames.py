@@ -112,8 +112,10 @@ class Frames:
         w.a.add_graph_inputs(w.env.values())  # its inputs: the live locals
         if w.in_module_init():
             return  # "Uninitialized nn.Module": no resume frame, the rest runs eagerly
-        if w.data_guards:
-            return  # it may not run (`if is_global_attn:` was False in every longformer call)
+        if w.data_guards or w.size_guards:
+            # it may not run: `if is_global_attn:` was False in every longformer call, and a
+            # table grows under `if seq_len > self.weights.size(0):` only for a longer input
+            return
         # each resume frame takes the live ints as new inputs and guards them again at its
         # first read of each (longformer: seq_len after each of two breaks, lines 828/847)
         for name, v in w.env.items():

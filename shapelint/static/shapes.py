@@ -135,11 +135,28 @@ def broadcast(a: Dims, b: Dims) -> Dims:
             else:
                 out.append(_bcast_one(da, db))
         return Dims.of(*out)
-    # one rank unknown: keep the richer side, its trailing dims joined with the other's
-    big, small = (a, b) if (a.rank is None) else (b, a)
-    if small.rank is not None and small.rank <= len(big.front) and big.rank is None:
-        return big
-    return Dims(big.front, big.back, None)
+    # a rank unknown. A dim that varies on either side varies in the result (torch guards an
+    # operand's fixed dim equal only where it is not 1: a weight broadcast against
+    # activations, `self.weight * x` in every RMSNorm, leaves the activations' dims as they
+    # are); a side of known rank gives the result its rank (a weight has no more dims than
+    # what it scales), and a weight's fixed dims of unknown rank (all-const) add nothing
+    if _fixed_any_rank(b):
+        return a
+    if _fixed_any_rank(a):
+        return b
+    if a.rank is None and b.rank is None:
+        n = max(len(a.back), len(b.back))
+        back = tuple(_bcast_one(a.at(i), b.at(i)) for i in range(-n, 0))
+        front = a.front if len(a.front) >= len(b.front) else b.front
+        return Dims(front, back, None)
+    known, other = (a, b) if a.rank is not None else (b, a)
+    return Dims.of(*(_bcast_one(known.at(i), other.at(i)) for i in range(-known.rank, 0)))  # type: ignore[arg-type]
+
+
+def _fixed_any_rank(d: Dims) -> bool:
+    """A parameter's or buffer's dims: fixed, whatever its rank."""
+    return d.rank is None and bool(d.front) and \
+        all(x.state is Dim.CONST for x in d.front + d.back)
 
 
 def _bcast_one(a: DimInfo, b: DimInfo) -> DimInfo:
