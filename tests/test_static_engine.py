@@ -954,3 +954,68 @@ def test_a_break_under_a_size_test_hands_no_int_to_a_resume_frame(tree):
                 return self.table[:n] + x + torch.ones(n, 1)
         """}, select=["SL104"])
     assert found == []
+
+
+def test_a_block_a_helper_picks_is_built_by_its_caller(tree):
+    """``self.layers = _block_type(name)(...)``, a helper returning one of two classes, builds
+    either block inside the stage: neither is a compiled entry of its own, and the stage
+    holds both (a call runs each). The blocks' convolutions run after the stem's, which added
+    torch's ``batch < 16`` guard, so only the stem is reported."""
+    found = tree({"m.py": """
+        import torch
+        from torch import nn
+
+        class Block(nn.Module):
+            def __init__(self, c):
+                super().__init__()
+                self.conv = nn.Conv2d(c, c, 3, padding=1)
+
+            def forward(self, x):
+                return self.conv(x)
+
+        class BlockSE(Block):
+            def forward(self, x):
+                return self.conv(x) * 2
+
+        def _block_type(name):
+            if name == "se":
+                return BlockSE
+            return Block
+
+        class Net(nn.Module):
+            def __init__(self, name="plain"):
+                super().__init__()
+                self.stem = nn.Conv2d(3, 8, 3, padding=1)
+                self.layers = _block_type(name)(8)
+
+            def forward(self, x):
+                return self.layers(self.stem(x))
+        """}, select=["SL106"])
+    assert found == [("m.py", 28, "SL106")]
+
+
+def test_a_sequential_subclass_runs_the_blocks_it_adds_itself(tree):
+    """``class Stage(nn.Sequential)`` whose ``__init__`` calls ``self.add_module(name,
+    Block())`` and whose ``forward`` iterates ``self``: the walk runs each block (timm's
+    DenseNet-style stages), so a break inside one is found."""
+    found = tree({"m.py": """
+        import torch
+        from torch import nn
+
+        class Block(nn.Module):
+            def forward(self, x):
+                return x * x.sum().item()
+
+        class Stage(nn.Sequential):
+            def __init__(self, n):
+                super().__init__()
+                for i in range(n):
+                    layer = Block()
+                    self.add_module(f"block{i}", layer)
+
+            def forward(self, x):
+                for block in self:
+                    x = block(x)
+                return x
+        """}, select=["SL202"])
+    assert found == [("m.py", 6, "SL202")]

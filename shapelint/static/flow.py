@@ -24,8 +24,8 @@ import networkx as nx
 from shapelint import api
 from shapelint.static import callees, dynamo, results, shapes
 from shapelint.static.frames import Frames
-from shapelint.static.project import (ClassInfo, FunctionInfo, ModuleInfo, Project, default_pairs,
-                                      dotted as _dotted)
+from shapelint.static.project import (SELF_ITEMS, ClassInfo, FunctionInfo, ModuleInfo, Project,
+                                      default_pairs, dotted as _dotted)
 from shapelint.static.regions import Regions
 from shapelint.static.types import ast_literal, ast_param_kinds, kinds_of_ast_annotation, literal
 from shapelint.values import (CONST_DIM, NUMBERS, UNKNOWN, BuiltItems, Dim, DimInfo, Dims, Kind, Origin, Tag,
@@ -959,6 +959,8 @@ class Walker:
         if v is None:
             if node.value in ("True", "False", "None"):
                 return literal(node)
+            if node.value == "self" and self.cls is not None:
+                return self._self_items()
             if node.value in self.mod.mutated_globals:
                 v = Value(tags=frozenset({Tag.GLOBAL}), origin=self.origin(node), detail=node.value)
                 self.emit("on_name_use", api.NameUse(node, v, self.ctx, name=node.value,
@@ -998,6 +1000,14 @@ class Walker:
             # a library model's output the walk cannot see into: (batch, sequence, hidden)
             return results.sequence_output(attr, self.origin(node))
         return UNKNOWN
+
+    def _self_items(self) -> Value:
+        """``self`` of a container module that holds its blocks itself (a Sequential
+        subclass whose ``__init__`` adds them): iterating it runs them."""
+        info = self.a.project.attr(self.cls, SELF_ITEMS)  # type: ignore[arg-type]
+        if info is None or info.kind != "module_list" or not info.cls:
+            return UNKNOWN
+        return Value(kinds=frozenset({Kind.MODULES}), detail=info.cls, const=info.init or None)
 
     def _self_attr(self, node: cst.Attribute, attr: str) -> Value:
         if attr == "training":

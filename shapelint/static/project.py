@@ -653,7 +653,9 @@ def _init_attrs(init: FunctionNode, module: ModuleInfo) -> Dict[str, AttrInfo]:
     read = _config_reader(init, module)
     for node in _statements(init.body):  # in source order: the first store decides, unless vague
         _collect_items(node, local_items)
-        grown = _appended(node)
+        grown = _appended(node) or _added_to_self(node)
+        if grown is not None and grown[0] == SELF_ITEMS and grown[0] not in attrs:
+            attrs[SELF_ITEMS] = AttrInfo("module_list")
         if grown is not None and grown[0] in attrs and attrs[grown[0]].kind == "module_list":
             attrs[grown[0]] = _with_items(attrs[grown[0]], _module_items(grown[1], local_items),
                                           module, read, defaults)
@@ -674,6 +676,24 @@ def _init_attrs(init: FunctionNode, module: ModuleInfo) -> Dict[str, AttrInfo]:
                         if known is None or new.kind not in ("none", "other"):
                             attrs[t.attr] = new
     return attrs
+
+
+def _returned_classes(call: ast.Call, module: ModuleInfo) -> List[str]:
+    """The classes a plain function of ``module`` returns (``return Block`` / ``return
+    BlockESE`` by a string argument), resolved; empty unless every ``return`` names a class."""
+    if not isinstance(call.func, ast.Name):
+        return []
+    fn = module.functions.get(call.func.id)
+    if fn is None:
+        return []
+    out: List[str] = []
+    for node in ast.walk(fn.tree):
+        if isinstance(node, ast.Return):
+            name = ast_dotted(node.value) if node.value is not None else None
+            if not name or not name.split(".")[-1][:1].isupper():
+                return []
+            out.append(module.resolve(name))
+    return list(dict.fromkeys(out))
 
 
 def _built_class(func: ast.expr, module: ModuleInfo,
@@ -722,6 +742,24 @@ def _growth(node: ast.stmt) -> Optional[Tuple[ast.expr, List[ast.expr]]]:
             return node.value.func.value, wrapped
     if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add):
         return node.target, [node.value]
+    return None
+
+
+#: the modules a container module holds itself (``class Stage(nn.Sequential)`` whose
+#: ``__init__`` calls ``self.add_module(name, Block())`` or ``self.append(Block())``), kept
+#: among its attributes under a name no attribute can have; ``for block in self:`` runs them
+SELF_ITEMS = "[items]"
+
+
+def _added_to_self(node: ast.stmt) -> Optional[Tuple[str, List[ast.expr]]]:
+    """``self.add_module(name, m)`` / ``self.append(m)``: (SELF_ITEMS, [m])."""
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and \
+            isinstance(node.value.func, ast.Attribute) and _is_self(node.value.func.value):
+        call, method = node.value, node.value.func.attr
+        if method in ("add_module", "register_module") and len(call.args) == 2:
+            return SELF_ITEMS, [call.args[1]]
+        if method == "append" and len(call.args) == 1:
+            return SELF_ITEMS, [call.args[0]]
     return None
 
 
@@ -827,6 +865,11 @@ def _classify(value: ast.expr, module: ModuleInfo, params: Dict[str, ast.arg],
             value.func.id in defaults:  # `rnn_layer(...)` of a parameter `rnn_layer=LSTM2d`
         built = _built_class(value.func, module, defaults)
         return AttrInfo("module", built) if built else AttrInfo("other")
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Call):
+        # `_get_block_type(block_type)(...)`: a helper of this module that returns one of
+        # several classes; the block is any of them (a call runs each, as for a mixed list)
+        classes = _returned_classes(value.func, module)
+        return AttrInfo("module", "|".join(classes)) if classes else AttrInfo("other")
     if isinstance(value, ast.Call):
         fname = module.resolve(ast_dotted(value.func) or "")
         if fname in CONTAINER_CALLS or fname.startswith("collections."):

@@ -350,9 +350,10 @@ _LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.Gener
 
 
 def _referenced(node, looped: bool, out: List[Tuple[str, bool]]) -> None:
-    """Names called or passed to a call under ``node`` (not in isinstance/issubclass), or
-    chosen as a fallback (``layer or Default``, ``A if flag else B``: the class a builder is
-    then handed), each with whether it sits in a loop or a comprehension."""
+    """Names called or passed to a call under ``node`` (not in isinstance/issubclass), chosen
+    as a fallback (``layer or Default``, ``A if flag else B``: the class a builder is then
+    handed) or returned (by a helper that picks the class), each with whether it sits in a
+    loop or a comprehension."""
     if isinstance(node, list):
         for n in node:
             _referenced(n, looped, out)
@@ -369,6 +370,9 @@ def _referenced(node, looped: bool, out: List[Tuple[str, bool]]) -> None:
     elif isinstance(node, (ast.BoolOp, ast.IfExp)):  # `se_layer = se_layer or SqueezeExcite`
         values = node.values if isinstance(node, ast.BoolOp) else [node.body, node.orelse]
         out.extend((ast_dotted(v) or "", looped) for v in values)
+    elif isinstance(node, ast.Return) and node.value is not None:
+        # a helper that picks the class (`return BlockESE`): its caller builds it
+        out.append((ast_dotted(node.value) or "", looped))
     inner = looped or isinstance(node, _LOOPS)
     for child in ast.iter_child_nodes(node):
         _referenced(child, inner, out)
