@@ -4,6 +4,7 @@ a function libcst cannot parse."""
 from __future__ import annotations
 
 import glob
+import sys
 import os
 
 import libcst as cst
@@ -1019,3 +1020,49 @@ def test_a_sequential_subclass_runs_the_blocks_it_adds_itself(tree):
                 return x
         """}, select=["SL202"])
     assert found == [("m.py", 6, "SL202")]
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="PEP 709 inlines comprehensions")
+def test_a_break_in_a_comprehension_ends_the_frame_there_not_for_good(tree):
+    """Before Python 3.12 a comprehension is a function of its own: a break inside it makes
+    Dynamo break the enclosing frame at the comprehension and resume after it, so what follows
+    is traced (torch 2.13, Python 3.11: breaks blamed at lines 6 and then 7)."""
+    found = tree({"m.py": """
+        import torch
+        from torch import nn
+
+        class M(nn.Module):
+            def forward(self, x):
+                peaks = [row.max().item() for row in x]
+                y = torch.nonzero(x)
+                return x * len(peaks) + y.shape[0]
+        """}, select=["SL202", "SL204"])
+    assert found == [("m.py", 6, "SL202"), ("m.py", 7, "SL204")]
+
+
+def test_a_helper_run_under_a_setting_still_skips_its_frame_after_a_break_in_a_loop(tree):
+    """A helper called under ``if self.use_f:`` (a setting) may not run; where it runs, a
+    break in its loop makes Dynamo skip its frame, so nothing after the loop is traced (torch
+    2.13: line 11 is blamed, the ``nonzero`` after the loop never is)."""
+    found = tree({"m.py": """
+        import torch
+        from torch import nn
+
+        class M(nn.Module):
+            def __init__(self, use_f=True):
+                super().__init__()
+                self.use_f = use_f
+
+            def f(self, x):
+                for i in range(2):
+                    x = x + x.sum().item()
+                y = torch.nonzero(x)
+                return x + y.shape[0]
+
+            def forward(self, x):
+                x = x * 2
+                if self.use_f:
+                    x = self.f(x)
+                return x + 1
+        """}, select=["SL202", "SL204"])
+    assert found == [("m.py", 11, "SL202")]

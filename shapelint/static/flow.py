@@ -357,12 +357,16 @@ class Walker:
         self.a = analyzer
         #: how many enclosing tests of Python settings the walk is under (a caller's count 1)
         self.flag_guards = 1 if flag_guarded else 0
+        #: the caller's test of settings: whether this function runs at all, not which of
+        #: its own paths do (given that it runs, its breaks end its frames as any other's)
+        self.inherited_flag = self.flag_guards
         self.flag_test = False  # set by condition()
         #: how many enclosing tests of a Python value read from tensor data the walk is under
         #: (``if is_global_attn:`` after an ``.item()``): which side runs depends on the data
         self.data_guards = 0
         self.data_test = False  # set by condition()
         self.size_guards = 0  # tests of a varying size the current statement is under
+        self.presence_guards = 0  # tests of whether an optional input was given
         self.size_test = False  # set by condition()
         self.ctx = ctx
         self.mod = ctx.module
@@ -377,8 +381,9 @@ class Walker:
         self._depth = 0
         #: the path walked so far returned or raised
         self.done = False
-        #: how many loops (and comprehensions) enclose the statement walked
+        #: how many loops (and comprehensions, also counted alone) enclose the statement walked
         self.loops = 0
+        self.comprehensions = 0
         #: where the graph broke, and the ints each break hands to a resume frame
         self.frames = Frames(self, args, own_frame)
 
@@ -391,7 +396,8 @@ class Walker:
         journal = self.a.journal
         mark = journal.mark() if journal is not None else 0
         self.a.dispatch(hook, site)
-        if hook in ("on_call", "on_condition", "on_subscript") and self.flag_guards == 0 and \
+        if hook in ("on_call", "on_condition", "on_subscript") and \
+                self.flag_guards == self.inherited_flag and \
                 api.breaks_graph(hook, site):  # (a break under a setting's test may not run)
             if journal is not None:
                 journal.keep(mark)
@@ -560,7 +566,8 @@ class Walker:
         # a test of whether the caller passed an optional input of the compiled entry
         # (``if prompt_ids is None:``, ``elif input_ids is not None:``) is decided by how the
         # model is called, not by a configuration: both sides are paths callers take
-        flag = flag and not self._tests_presence(yes, no)
+        presence = self._tests_presence(yes, no)
+        flag = flag and not presence
         arms: List[Tuple[Optional[cst.CSTNode], Dict[str, Value], bool]] = []
         if not body_raises:
             arms.append((s.body, yes, flag))
@@ -568,12 +575,14 @@ class Walker:
             arms.append((s.orelse, no, flag))
         self.data_guards += data
         self.size_guards += size
+        self.presence_guards += presence
         try:
             if arms:
                 self.branches(*arms)
         finally:
             self.data_guards -= data
             self.size_guards -= size
+            self.presence_guards -= presence
         if body_raises != else_raises:  # a validation check: what it checked holds from here
             self.learn(s.test, holds=else_raises)
 
@@ -1349,9 +1358,11 @@ class Walker:
 
     def _comprehension(self, node: cst.BaseComp) -> Value:
         self.loops += 1
+        self.comprehensions += 1
         try:
             return self._comprehension_body(node)
         finally:
+            self.comprehensions -= 1
             self.loops -= 1
 
     def _comprehension_body(self, node: cst.BaseComp) -> Value:

@@ -5,7 +5,10 @@ live Python numbers as new inputs and guards each again at its first read. A bre
 loop cannot resume: Dynamo skips the frame (the entry, or the resume frame after an earlier
 break) and runs it eagerly, so the findings of that whole frame but the break are taken back,
 and what it calls is compiled as frames of their own. A function that breaks is a frame of its
-own when called, its int arguments that differ between calls that frame's inputs.
+own when called, its int arguments that differ between calls that frame's inputs. Before
+Python 3.12 a comprehension is such a function too: a break inside it is no break in a loop
+of the function around it. A break under a test (of data, of a varying size, of whether an
+optional input was given) may not run: it starts no frame for sure.
 
 :class:`Frames` keeps this bookkeeping for one :class:`~shapelint.static.flow.Walker`: the walker
 tells it where the graph broke, what it binds and reads; it tells the walker (and the rules,
@@ -14,6 +17,7 @@ through ``NameUse`` sites) which reads are a frame's first read of an input.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple, cast
 
 import libcst as cst
@@ -24,6 +28,12 @@ from shapelint.values import NUMBERS, Kind, Tag, Value
 
 if TYPE_CHECKING:  # pragma: no cover
     from shapelint.static.flow import Walker
+
+
+#: before Python 3.12 (PEP 709) a comprehension runs as a function of its own: a break inside
+#: it skips that function's frame, while the enclosing frame breaks at the comprehension and
+#: resumes after it (Dynamo inlines the call and breaks at it, as for any callee)
+COMPREHENSION_FRAMES = sys.version_info < (3, 12)
 
 
 class Frames:
@@ -45,6 +55,9 @@ class Frames:
         self.last_break: Optional[cst.CSTNode] = None
         #: a break here happens whatever the sizes (not only once they are dynamic)
         self.hard_break = False
+        #: a break that runs on every call reached (not under a test of an optional input,
+        #: of data or of a varying size): what follows it is a resume frame for sure
+        self.sure_break = False
         #: the statement whose call broke the graph in a callee (what it binds crossed too)
         self.returned_across: Optional[cst.CSTNode] = None
         #: names holding Python numbers that crossed a graph break, until their first read
@@ -78,8 +91,11 @@ class Frames:
 
     @property
     def broke(self) -> int:
-        """What a caller learns: 0 no break, 1 a break only dynamic sizes cause, 2 a break."""
-        return 0 if self.broke_at is None else 2 if self.hard_break else 1
+        """What a caller learns: 0 no break, 1 a break only dynamic sizes cause, 2 a break.
+        A function called under a test of settings tells its caller of none (it may not run)."""
+        if self.broke_at is None or self.w.inherited_flag:
+            return 0
+        return 2 if self.hard_break else 1
 
     # -- breaks -----------------------------------------------------------------------------------
     def graph_break(self, node: cst.CSTNode, skips_loop: bool = True) -> None:
@@ -92,11 +108,17 @@ class Frames:
         if first:
             self.broke_at = node
         self.last_break = node
+        # a break under a test of whether an optional input was given runs on the calls that
+        # give it: on the others the frame goes on past it, so it starts no frame for sure
+        maybe = w.presence_guards > 0 or w.data_guards > 0 or w.size_guards > 0
+        after_sure = self.sure_break
+        self.sure_break = self.sure_break or not maybe
         # a break under a test of data may not run: the frame is traced whole when it does not
         skips_loop = skips_loop and w.data_guards == 0
         self.hard_break = self.hard_break or skips_loop
         journal = w.a.journal
-        if w.loops and not self.eager and skips_loop:
+        if w.loops > (w.comprehensions if COMPREHENSION_FRAMES else 0) and not self.eager \
+                and skips_loop:
             # a graph break inside a loop: Dynamo skips the frame and runs it eagerly, so
             # nothing after it in this function is traced (what it calls runs as frames of
             # their own). Nor is what came before it in the same frame: the frame is this
@@ -105,9 +127,9 @@ class Frames:
             # whose guards from that attempt stay.)
             self.eager = True
             w.a.eager += 1
-            if w.ctx.root == w.ctx.qualname or not first:
+            if w.ctx.root == w.ctx.qualname or after_sure:
                 self.skipped_from = self.frame_mark
-        elif journal is not None:
+        elif journal is not None and not maybe:
             self.frame_mark = journal.mark()  # what follows runs in a resume frame
         w.a.add_graph_inputs(w.env.values())  # its inputs: the live locals
         if w.in_module_init():
