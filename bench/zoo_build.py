@@ -41,7 +41,9 @@ weights (backbones included).
 ``timestep``, ``encoder_hidden_states``, ``pooled_projections``, ... Which of them a model
 gets is decided by the probe: every kind the signature names first, then each kind alone, in
 a fixed order; the first set an eager forward accepts wins (a vision-language model that
-rejects an image without image tokens runs its text path).
+rejects an image without image tokens runs its text path). Kinds only a few families take
+are tried after those (``ExtraKind``): a codec decoder's ``latents``, a Qwen-VL-style vision
+tower's patch rows with their ``grid_thw``.
 
 **Sizes and order** (``plan``): each kind has candidate sizes (text 64, 33, 16, 9, 5 tokens;
 sides 2x, 1.5x and 1x the config's image size; timm 64, 48, 32 px; 3200, 1600, 800 audio
@@ -91,12 +93,19 @@ VOCAB = 128
 TEXT_SIZES = [64, 33, 16, 9, 5]
 AUDIO_SIZES = [3200, 1600, 800]
 FEATURE_SIZES = [64, 32, 16]
+LATENT_FRAMES = [16, 8, 4]
 LIB_PREFIX = {"hf": "transformers", "timm": "timm", "diffusers": "diffusers", "tv": "torchvision"}
 
 
 # -- tiny configs ---------------------------------------------------------------------------------
 def _rx(*names: str) -> "re.Pattern[str]":
     return re.compile(r"^(?:.*_)?(?:" + "|".join(names) + r")$")
+
+
+#: a model's widths (its channels): shrunk to 32
+WIDTH = _rx("hidden_size", "d_model", "n_embd", "dim", "embed_dim", "embedding_size", "emb_dim",
+            "d_embed", "word_embed_proj_dim", "projection_dim", "hidden_dim", "proj_dim",
+            "embedding_dim", "width")
 
 
 #: (pattern on the field name, what an int becomes (never larger), what each int of a list
@@ -119,9 +128,7 @@ SHRINK: List[Tuple["re.Pattern[str]", Optional[int], Optional[Callable[[int, int
     (_rx("intermediate_size", "ffn_dim", "d_ff", "n_inner", "ffn_hidden_size", "mlp_dim",
          "inner_dim", "dim_feedforward", "intermediate_dim", "d_inner", "feed_forward_size",
          "ff_dim", "ffn_size", "dim_ff"), 64, lambda i, v: min(v, 64)),
-    (_rx("hidden_size", "d_model", "n_embd", "dim", "embed_dim", "embedding_size", "emb_dim",
-         "d_embed", "word_embed_proj_dim", "projection_dim", "hidden_dim", "proj_dim",
-         "embedding_dim", "width"), 32, None),
+    (WIDTH, 32, None),
     (_rx("hidden_sizes", "embed_dims", "dims", "conv_dim", "widths", "channels_list",
          "num_channels_list", "neck_hidden_sizes", "block_out_channels", "out_channels_list",
          "stage_channels"), None, lambda i, v: min(v, 16 * (i + 1))),
@@ -154,8 +161,9 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def shrink(d: Dict[str, Any]) -> Dict[str, Any]:
-    """A config dict, made tiny by the name table ``SHRINK`` (recursively into sub-configs)."""
+def shrink(d: Dict[str, Any], depthwise: bool = False) -> Dict[str, Any]:
+    """A config dict, made tiny by the name table ``SHRINK`` (recursively into sub-configs);
+    ``depthwise``: groups counts follow the widths they equalled (see ``_keep_invariants``)."""
     out: Dict[str, Any] = {}
     old_layers = d.get("num_hidden_layers") if _is_int(d.get("num_hidden_layers")) else None
     for k, v in d.items():
@@ -165,7 +173,7 @@ def shrink(d: Dict[str, Any]) -> Dict[str, Any]:
             out[k] = SET_FIELDS[k]
             continue
         if isinstance(v, dict) and "model_type" in v:
-            out[k] = shrink(v)
+            out[k] = shrink(v, depthwise)
             continue
         out[k] = v
         for pattern, to_int, to_item in SHRINK:
@@ -180,7 +188,7 @@ def shrink(d: Dict[str, Any]) -> Dict[str, Any]:
     for k, v in d.items():  # a count that sizes a list of the config stays (conv layers)
         if k != "num_hidden_layers" and _is_int(v) and out.get(k) != v and v in lengths:
             out[k] = v
-    _keep_invariants(d, out)
+    _keep_invariants(d, out, depthwise)
     new_layers = out.get("num_hidden_layers")
     if old_layers and _is_int(new_layers) and new_layers < old_layers:
         # per-layer lists (``layer_types``) and per-layer overrides keep one layer of each kind
@@ -229,11 +237,13 @@ KV_HEADS = ("num_key_value_heads", "num_kv_heads", "n_head_kv", "n_kv_heads")
 HEADS = ("num_attention_heads", "n_head", "num_heads", "n_heads")
 
 
-def _keep_invariants(old: Dict[str, Any], out: Dict[str, Any]) -> None:
+def _keep_invariants(old: Dict[str, Any], out: Dict[str, Any], depthwise: bool = False) -> None:
     """Relations the library checks or assumes between fields, kept after shrinking: key/value
     heads keep their ratio to the heads (a model without grouped attention keeps as many), an
     SSM's heads times head dim stay its expanded width, a multimodal rotary split
-    (``mrope_section``) is rescaled to the new head dim."""
+    (``mrope_section``) is rescaled to the new head dim, a vocoder keeps its acoustic model's
+    mel bins; with ``depthwise``, groups counts follow their widths (asked for only where a
+    build refuses the plain shrink, so configs that build keep their records)."""
     heads = next((h for h in HEADS if _is_int(old.get(h)) and _is_int(out.get(h))), None)
     if heads:
         for kv in KV_HEADS:
@@ -245,6 +255,10 @@ def _keep_invariants(old: Dict[str, Any], out: Dict[str, Any]) -> None:
     if all(_is_int(out.get(k)) for k in ("mamba_expand", "hidden_size", "mamba_d_head")) \
             and _is_int(out.get("mamba_n_heads")):
         out["mamba_n_heads"] = max(1, out["mamba_expand"] * out["hidden_size"] // out["mamba_d_head"])
+    _keep_single_dims(old, out)
+    if depthwise:
+        _keep_depthwise_groups(old, out)
+    _keep_vocoder_input(old, out)
     rope = out.get("rope_parameters") or out.get("rope_scaling")
     if isinstance(rope, dict) and isinstance(rope.get("mrope_section"), list):
         hd = out.get("head_dim") if _is_int(out.get("head_dim")) else None
@@ -258,6 +272,57 @@ def _keep_invariants(old: Dict[str, Any], out: Dict[str, Any]) -> None:
             if new[0] >= 1:
                 rope = dict(rope, mrope_section=new)
                 out["rope_parameters" if "rope_parameters" in out else "rope_scaling"] = rope
+
+
+GROUPS = re.compile(r"^(?:.*_)?groups$")
+SINGLE_DIMS = _rx("dims")
+
+
+def _keep_single_dims(old: Dict[str, Any], out: Dict[str, Any]) -> None:
+    """A single width named like a per-stage list (Gemma 4's ``output_proj_dims``, which
+    ``SHRINK``'s list row leaves alone) that equalled a width the shrink changed follows it:
+    the layer it sizes takes that width's output."""
+    for f, v in old.items():
+        if SINGLE_DIMS.match(f) and _is_int(v) and out.get(f) == v:
+            width = next((w for w, x in old.items() if WIDTH.match(w) and x == v
+                          and _is_int(out.get(w)) and out[w] != x), None)
+            if width is not None:
+                out[f] = out[width]
+
+
+def _keep_depthwise_groups(old: Dict[str, Any], out: Dict[str, Any]) -> None:
+    """A convolution's groups count that equalled a width (a depthwise convolution over it,
+    PocketTTS's ``upsample_groups == hidden_size``) follows that width down: channels must
+    stay divisible by the groups."""
+    for g, v in old.items():
+        if not (GROUPS.match(g) and _is_int(v) and out.get(g) == v):
+            continue
+        width = next((w for w, x in old.items() if WIDTH.match(w) and x == v and _is_int(out.get(w))
+                      and out[w] != x), None)
+        if width is not None:
+            out[g] = out[width]
+
+
+MEL_BINS = ("num_mel_bins", "n_mels", "mel_bins")
+INPUT_WIDTH = _rx("in_dim", "in_channels", "input_dim", "in_chans")
+
+
+def _keep_vocoder_input(old: Dict[str, Any], out: Dict[str, Any]) -> None:
+    """A composite text-to-speech config whose vocoder takes the spectrogram its acoustic
+    model makes (FastSpeech2 + HiFi-GAN: ``model_in_dim == num_mel_bins``): a sub-config's
+    input width that equalled a sibling's mel bins keeps them (shrink leaves mel bins alone)."""
+    subs = [k for k, v in old.items() if isinstance(v, dict) and "model_type" in v
+            and isinstance(out.get(k), dict)]
+    for k in subs:
+        mels = next((out[k][m] for m in MEL_BINS if _is_int(out[k].get(m))), None)
+        if mels is None:
+            continue
+        for other in subs:
+            if other == k:
+                continue
+            for f, v in old[other].items():
+                if INPUT_WIDTH.match(f) and v == mels and out[other].get(f) != v:
+                    out[other][f] = v
 
 
 # -- inputs ---------------------------------------------------------------------------------------
@@ -361,7 +426,94 @@ def hf_recipe(model: Any) -> Recipe:
     options += [o + ["mono"] for o in options if "values" in o]
     options += [o + ["frames-first"] for o in options if "features" in o]
     options += [o + ["video"] for o in options if "image" in o]  # VideoMAE, ViViT, TimeSformer
-    return Recipe(kinds, base, make, [o for o in options if o])
+    options = [o for o in options if o]
+    # inputs no kind above makes, tried last (so a model another set runs keeps it)
+    extra = [_latents_kind(model, named), _grid_tower_kind(model, named)]
+    for kind in filter(None, extra):
+        kinds[kind.name], base[kind.name] = kind.sizes, kind.base
+        options += kind.options
+    rec = Recipe(kinds, base, make, options)
+    if any(extra):
+        rec.make = _with_extra_kinds(make, [k for k in extra if k])
+    return rec
+
+
+class ExtraKind(NamedTuple):
+    """An input kind a few families take, added to the plain recipe after its usual sets:
+    its sizes, the option sets that use it and ``make(batch, size, use) -> kwargs``."""
+
+    name: str
+    sizes: List[int]
+    base: int
+    options: List[List[str]]
+    make: Callable[[int, int, List[str]], Dict[str, Any]]
+
+
+def _with_extra_kinds(make: Callable[[int, Dict[str, int], List[str]], Tuple[tuple, dict]],
+                      extra: List[ExtraKind]):
+    """The plain ``make``, plus the keyword inputs of each extra kind the option set uses."""
+
+    def both(batch: int, sizes: Dict[str, int], use: List[str]):
+        args, kw = make(batch, sizes, use)
+        for kind in extra:
+            if kind.name in use:
+                kw.update(kind.make(batch, sizes[kind.name], use))
+        return args, kw
+
+    return both
+
+
+def _latents_kind(model: Any, named: set) -> Optional[ExtraKind]:
+    """An audio codec's decoder (Mimi's, PocketTTS's) takes continuous ``latents`` of shape
+    (batch, hidden_size, frames), as its codec's ``decode`` hands them over."""
+    import torch
+
+    width = getattr(model.config, "hidden_size", None)
+    if "latents" not in named or not _is_int(width):
+        return None
+    return ExtraKind("latents", list(LATENT_FRAMES), 8, [["latents"]],
+                     lambda batch, n, use: {"latents": torch.randn(batch, width, n)})
+
+
+def _patch_geometry(vision: Any) -> Tuple[int, int, int, int]:
+    """A Qwen-VL-style vision config's (spatial merge, channels, temporal patch, patch side):
+    a processor's patch row holds channels x temporal x patch x patch values."""
+    merge = getattr(vision, "spatial_merge_size", None) or 2
+    channels = next((c for c in (getattr(vision, k, None) for k in
+                                 ("in_channels", "in_chans", "num_channels")) if _is_int(c)), 3)
+    return merge, channels, getattr(vision, "temporal_patch_size", None) or 1, vision.patch_size
+
+
+def _patch_rows(n: int, vision: Any, use: List[str]):
+    """``n`` patch rows as a Qwen-VL processor flattens them, or with ``patch-planes`` as
+    (patches, channels, patch, patch) planes (PaddleOCR-VL's embedding convolves them)."""
+    import torch
+
+    _, channels, temporal, patch = _patch_geometry(vision)
+    if "patch-planes" in use:
+        return torch.randn(n, channels, patch, patch)
+    return torch.randn(n, channels * temporal * patch ** 2)
+
+
+def _grid_tower_kind(model: Any, named: set) -> Optional[ExtraKind]:
+    """A Qwen-VL-style vision tower on its own takes its pictures' patch rows (as
+    ``hidden_states`` or ``pixel_values``) with their ``grid_thw``: one picture per sample,
+    ``side`` patches a side (a multiple of the spatial merge), so the rows grow with the
+    batch and the side."""
+    import torch
+
+    cfg = model.config
+    name = next((n for n in ("pixel_values", "hidden_states") if n in named), None)
+    if "grid_thw" not in named or name is None or not _is_int(getattr(cfg, "patch_size", None)):
+        return None
+    merge, _, temporal, _ = _patch_geometry(cfg)
+
+    def make(batch: int, side: int, use: List[str]) -> Dict[str, Any]:
+        return {name: _patch_rows(batch * side * side, cfg, use),
+                "grid_thw": torch.tensor([[1, side, side]] * batch)}
+
+    options = [["grid"]] + ([["grid", "patch-planes"]] if temporal == 1 else [])
+    return ExtraKind("grid", _sizes(2 * merge, [4 * merge, 3 * merge]), 2 * merge, options, make)
 
 
 def _text_config(cfg: Any) -> Any:
@@ -396,11 +548,8 @@ def grid_recipe(model: Any, plain: Recipe) -> Recipe:
     cfg = model.config
     vision = cfg.vision_config
     vocab = _text_config(cfg).vocab_size
-    merge = getattr(vision, "spatial_merge_size", None) or 2
+    merge, _, temporal, _ = _patch_geometry(vision)
     side = 2 * merge
-    channels = next((c for c in (getattr(vision, k, None) for k in
-                                 ("in_channels", "in_chans", "num_channels")) if _is_int(c)), 3)
-    row = channels * (getattr(vision, "temporal_patch_size", None) or 1) * vision.patch_size ** 2
     per_image = side * side // merge ** 2
     named = set(inspect.signature(model.forward).parameters)
 
@@ -410,12 +559,12 @@ def grid_recipe(model: Any, plain: Recipe) -> Recipe:
         ids[ids >= vocab - 2] = 4  # no stray media token
         types = torch.zeros_like(ids)
         ids[:, 1:1 + per_image], types[:, 1:1 + per_image] = vocab - 1, 1
-        kw["pixel_values"] = torch.randn(batch * side * side, row)
+        kw["pixel_values"] = _patch_rows(batch * side * side, vision, use)
         kw["image_grid_thw"] = torch.tensor([[1, side, side]] * batch)
         if "grid-video" in use:
             start, n = 2 + per_image, 2 * per_image
             ids[:, start:start + n], types[:, start:start + n] = vocab - 2, 2
-            kw["pixel_values_videos"] = torch.randn(batch * 2 * side * side, row)
+            kw["pixel_values_videos"] = _patch_rows(batch * 2 * side * side, vision, use)
             kw["video_grid_thw"] = torch.tensor([[2, side, side]] * batch)
         if "mm_token_type_ids" in named:
             kw["mm_token_type_ids"] = types
@@ -424,6 +573,8 @@ def grid_recipe(model: Any, plain: Recipe) -> Recipe:
     room = 3 * per_image + 2  # the media tokens and a text token between them
     kinds = {"text": [n for n in plain.kinds.get("text", []) if n >= room]}
     options = [["text", "grid-video"], ["text"]] if "video_grid_thw" in named else [["text"]]
+    if temporal == 1:  # the same patches as planes, where the flat rows fail
+        options += [o + ["patch-planes"] for o in options]
     return Recipe(kinds, {"text": max(16, room)}, make, options)
 
 
@@ -456,14 +607,18 @@ def audio_recipe(model: Any, plain: Recipe) -> Recipe:
     vocab = _text_config(cfg).vocab_size
     named = set(inspect.signature(model.forward).parameters)
     takes = set(inspect.signature(model.get_audio_features).parameters)
+    width = _find(getattr(cfg, "audio_config", None) or cfg, "audio_embed_dim")
 
     def make(batch: int, sizes: Dict[str, int], use: List[str]):
         args, kw = plain.make(batch, sizes, use)
+        if "embed-width" in use:  # raw waveform frames, each ``audio_embed_dim`` samples wide
+            kw["input_features"] = torch.randn(batch, sizes["features"], width)
         features = kw["input_features"]
         frames = features.shape[1] if "frames-first" in use else features.shape[-1]
         for name in takes:
             if name.endswith("mask") and name not in kw:
-                kw[name] = torch.ones(batch, frames, dtype=torch.long)
+                kw[name] = torch.ones(batch, frames, dtype=torch.bool if "bool-mask" in use
+                                      else torch.long)
         try:
             with torch.no_grad():
                 out = model.get_audio_features(features, **{k: kw[k] for k in takes
@@ -478,6 +633,16 @@ def audio_recipe(model: Any, plain: Recipe) -> Recipe:
         return args, {k: v for k, v in kw.items() if k in named}
 
     options = [o for o in plain.options if "text" in o and "features" in o]
+    # then without the picture: a model built without its optional vision (Gemma 4's) runs
+    # its audio merge on text and features alone
+    options += [k for k in dict.fromkeys(tuple(x for x in o if x not in ("image", "video"))
+                                         for o in options if "image" in o)
+                if list(k) not in options]
+    options = [list(o) for o in options]
+    if _is_int(width):  # an encoder-free audio model (Gemma 4 unified) embeds the frames as such
+        options += [o + ["embed-width"] for o in options if "frames-first" in o]
+    if any(name.endswith("mask") for name in takes):  # a mask the encoder indexes with
+        options += [o + ["bool-mask"] for o in options]
     base = dict(plain.base, text=max(plain.kinds.get("text") or [plain.base.get("text", 16)]))
     return Recipe(plain.kinds, base, make, options)
 
@@ -497,6 +662,8 @@ def image_tokens_recipe(model: Any, plain: Recipe) -> Recipe:
     side = plain.base.get("image", 32)
 
     def pictures(batch: int, use: List[str]) -> Dict[str, Any]:
+        if "patch-positions" in use:
+            return _positioned_patches(cfg.vision_config, batch)
         _, kw = plain.make(batch, {"image": side}, ["image"])
         pixels = kw["pixel_values"]
         if "tiles" in use:  # (batch, tiles, channels, side, side)
@@ -504,6 +671,8 @@ def image_tokens_recipe(model: Any, plain: Recipe) -> Recipe:
         kw = {"pixel_values": pixels}
         if "sized" in use:  # each picture's (height, width), for towers of any size
             kw["image_sizes"] = torch.tensor([[side, side]] * batch)
+        if "packed" in use:
+            kw = _packed_pictures(pixels, cfg.vision_config.patch_size)
         return kw
 
     def per_picture(use: List[str]) -> int:
@@ -518,6 +687,10 @@ def image_tokens_recipe(model: Any, plain: Recipe) -> Recipe:
     layouts = [["text"], ["text", "tiles"]]
     if "image_sizes" in named | takes:
         layouts += [u + ["sized"] for u in layouts]
+    if "image_position_ids" in named | takes:
+        layouts += [["text", "patch-positions"]]
+    if "target_sizes" in named | takes:
+        layouts += [["text", "packed"]]
     counts = {tuple(u): per_picture(u) for u in layouts}
     room = max(counts.values()) + 2
 
@@ -528,6 +701,8 @@ def image_tokens_recipe(model: Any, plain: Recipe) -> Recipe:
         n = counts[tuple(u for u in use if u != "image")]
         ids[:, 1:1 + min(n, ids.shape[1] - 2)] = vocab - 1
         kw.update({k: v for k, v in pictures(batch, use).items() if k in named})
+        if "packed" in use and "mm_token_type_ids" in named:  # a packer's processor marks them
+            kw["mm_token_type_ids"] = (ids == vocab - 1).long()
         return args, kw
 
     texts = plain.kinds.get("text", [])
@@ -535,6 +710,36 @@ def image_tokens_recipe(model: Any, plain: Recipe) -> Recipe:
     kinds = {"text": fits if len(fits) > 1 else [room + n for n in texts]}
     options = [u for u in layouts if counts[tuple(u)]] or [["text"]]
     return Recipe(kinds, {"text": kinds["text"][-1]}, make, options)
+
+
+def _packed_pictures(pixels: Any, patch: int) -> Dict[str, Any]:
+    """Pictures as a NaViT packer (MiniCPM-V's processor) gives them: every picture's patches
+    side by side in one (1, channels, patch, patches x patch) strip, with each picture's
+    patch grid (rows, columns) in ``target_sizes``."""
+    import torch
+
+    batch, channels, side, _ = pixels.shape
+    n = side // patch
+    strips = pixels.reshape(batch, channels, n, patch, n, patch).permute(1, 3, 0, 2, 4, 5)
+    return {"pixel_values": strips.reshape(1, channels, patch, batch * n * n * patch),
+            "target_sizes": torch.tensor([[n, n]] * batch, dtype=torch.int32)}
+
+
+def _positioned_patches(vision: Any, batch: int) -> Dict[str, Any]:
+    """One picture per sample as a Gemma 4 processor gives it: its patches as rows of
+    channels x patch x patch values (the ``model_patch_size`` the model embeds, else its
+    ``patch_size``), ``pooling_kernel_size`` (else 2) patches a side, with each patch's (x, y)
+    in ``image_position_ids``."""
+    import torch
+
+    patch = getattr(vision, "model_patch_size", None) or vision.patch_size
+    channels = next((c for c in (getattr(vision, k, None) for k in
+                                 ("in_channels", "num_channels")) if _is_int(c)), 3)
+    pool = getattr(vision, "pooling_kernel_size", None)
+    n = pool if _is_int(pool) and pool > 1 else 2
+    xy = torch.tensor([[x, y] for y in range(n) for x in range(n)])
+    return {"pixel_values": torch.randn(batch, n * n, channels * patch * patch),
+            "image_position_ids": xy.expand(batch, -1, -1).clone()}
 
 
 def _edited(plain: Recipe, edit: Callable[[int, Dict[str, Any]], Dict[str, Any]]) -> Recipe:
@@ -705,15 +910,43 @@ def _hf_classes(model_type: str, table: str = "MODEL_MAPPING_NAMES"):
     return CONFIG_MAPPING[model_type], getattr(transformers, cls_name)
 
 
-def hf_config(model_type: str):
+def hf_config(model_type: str, sub_config: str = "", depthwise: bool = False):
+    """The architecture's default config, shrunk; ``sub_config``: a sub-config the default
+    leaves out (``None``: Gemma 4's optional vision and audio) made from its own defaults, for
+    a variant that needs it."""
     config_cls, model_cls = _hf_classes(model_type)
     d = {k: v for k, v in config_cls().to_dict().items() if k not in DROP_KEYS}
-    out = shrink(d)
+    if sub_config and d.get(sub_config) is None:
+        sub = _default_sub_config(config_cls, sub_config)
+        if sub is not None:
+            d[sub_config] = {k: v for k, v in sub.to_dict().items()
+                             if k not in DROP_KEYS or k == "model_type"}
+    out = shrink(d, depthwise)
     _default_mrope(out, model_cls)
     return config_cls(**out)
 
 
+def _default_sub_config(config_cls: Any, name: str) -> Any:
+    """The default config of a composite config's sub-config ``name``: its class's, or for an
+    ``AutoConfig`` entry that of the model type its spec names (``gemma4_vision``)."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    spec = (getattr(config_cls, "sub_configs_defaults", None) or {}).get(name)
+    cls = getattr(spec, "config_class", spec) or getattr(config_cls, "sub_configs", {}).get(name)
+    kwargs = getattr(spec, "init_kwargs", None) or {}
+    model_type = getattr(spec, "model_type", None)
+    if model_type and model_type in CONFIG_MAPPING and getattr(cls, "__name__", "") == "AutoConfig":
+        cls = CONFIG_MAPPING[model_type]
+    try:
+        return cls(**kwargs)
+    except Exception:  # noqa: BLE001 - no default to make: the variant runs as before
+        return None
+
+
 _MROPE_DEFAULT = re.compile(r"""\.get\(\s*["']mrope_section["']\s*,\s*\[""")
+#: the rotary code splits its frequencies by the sections (so they must sum exactly); an
+#: interleaved one (Qwen3.5's strided slices) takes any
+_MROPE_SPLIT = re.compile(r"\.split\(\s*self\.mrope_section")
 
 
 def _default_mrope(cfg: Dict[str, Any], model_cls: Any) -> None:
@@ -726,13 +959,13 @@ def _default_mrope(cfg: Dict[str, Any], model_cls: Any) -> None:
     except (OSError, TypeError, KeyError):
         return
     if _MROPE_DEFAULT.search(source):
-        _mrope_split(cfg)
+        _mrope_split(cfg, exact=bool(_MROPE_SPLIT.search(source)))
 
 
-def _mrope_split(cfg: Dict[str, Any]) -> None:
+def _mrope_split(cfg: Dict[str, Any], exact: bool = False) -> None:
     for v in cfg.values():
         if isinstance(v, dict) and "model_type" in v:
-            _mrope_split(v)
+            _mrope_split(v, exact)
     rope = cfg.get("rope_parameters")
     if not isinstance(rope, dict) or "mrope_section" in rope:
         return
@@ -740,7 +973,15 @@ def _mrope_split(cfg: Dict[str, Any]) -> None:
     hd = cfg.get("head_dim") if _is_int(cfg.get("head_dim")) else \
         (cfg["hidden_size"] // heads if heads and _is_int(cfg.get("hidden_size")) else None)
     factor = rope.get("partial_rotary_factor", cfg.get("partial_rotary_factor", 1.0))
-    if hd and isinstance(factor, (int, float)) and 0 < factor <= 1:
+    factor = factor if isinstance(factor, (int, float)) and 0 < factor <= 1 else 1.0
+    if exact and hd and int(hd * factor) < 6 and _is_int(cfg.get("hidden_size")):
+        # three sections need a rotary pair each: a head the shrink left too narrow for that
+        # (GLM-4.5V's 8 wide, half of it rotated) is widened, as its config's ``head_dim``
+        wide = hd
+        while int(wide * factor) < 6:
+            wide *= 2
+        cfg["head_dim"], hd = wide, wide
+    if hd:
         hd = int(hd * factor)  # GLM rotates part of each head
     if hd and hd >= 6:
         half = hd // 2
@@ -839,7 +1080,14 @@ def build_hf(key: str):
         raise ValueError(f"unknown transformers variant {variant!r} (known: {sorted(HF_VARIANTS)})")
     _, model_cls = _hf_classes(model_type, HF_VARIANTS[variant].table if variant else
                                "MODEL_MAPPING_NAMES")
-    model = model_cls(hf_config(model_type))
+    need = HF_VARIANTS[variant].sub_config if variant else ""
+    try:
+        model = model_cls(hf_config(model_type, need))
+    except Exception:  # noqa: BLE001 - a layer refusing the widths (channels vs groups)
+        config = hf_config(model_type, need, depthwise=True)
+        if config.to_dict() == hf_config(model_type, need).to_dict():
+            raise
+        model = model_cls(config)
     if variant:
         HF_VARIANTS[variant].apply(model)
     return model

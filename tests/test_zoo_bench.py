@@ -349,3 +349,76 @@ def test_diffusers_configs_keep_rotary_axes_summing_to_the_shrunk_head():
     assert head < 128 and sum(small["axes_dims_rope"]) == head
     assert all(a % 2 == 0 for a in small["axes_dims_rope"])  # each rotary axis takes pairs
     assert isinstance(small["axes_dims_rope"], tuple) and small["joint_attention_dim"] <= 32
+
+
+def test_shrink_keeps_the_widths_that_tie_layers_together():
+    """A vocoder keeps its acoustic model's mel bins, a single ``*_dims`` width follows the
+    width it equalled, and (only when asked, after a build refused the plain shrink) a
+    depthwise convolution's groups follow its channels."""
+    import zoo_build
+
+    tts = {"model_config": {"model_type": "m", "hidden_size": 384, "num_mel_bins": 80},
+           "vocoder_config": {"model_type": "v", "model_in_dim": 80, "upsample_initial_channel": 512}}
+    small = zoo_build.shrink(tts)
+    assert small["vocoder_config"]["model_in_dim"] == small["model_config"]["num_mel_bins"] == 80
+    vision = zoo_build.shrink({"mm_embed_dim": 3840, "output_proj_dims": 3840, "patch_size": 16})
+    assert vision["output_proj_dims"] == vision["mm_embed_dim"] == 32
+    codec = {"hidden_size": 512, "upsample_groups": 512}
+    assert zoo_build.shrink(codec)["upsample_groups"] == 512  # builds that work keep their config
+    assert zoo_build.shrink(codec, depthwise=True)["upsample_groups"] == 32
+
+
+def test_an_exact_multimodal_rotary_split_gets_a_head_wide_enough():
+    """GLM-4V splits half of each head's rotary dim into three sections: a shrunk head of 8,
+    half of it rotated, is widened so each section keeps a pair; an interleaved rotary code
+    (which takes any split) keeps the shrunk head."""
+    import zoo_build
+
+    def cfg():
+        return {"hidden_size": 32, "num_attention_heads": 4,
+                "rope_parameters": {"rope_type": "default", "partial_rotary_factor": 0.5}}
+
+    exact = cfg()
+    zoo_build._mrope_split(exact, exact=True)
+    sections = exact["rope_parameters"]["mrope_section"]
+    assert exact["head_dim"] == 16 and sum(sections) == 16 // 2 // 2 and min(sections) >= 1
+    loose = cfg()
+    zoo_build._mrope_split(loose)
+    assert "head_dim" not in loose and "mrope_section" not in loose["rope_parameters"]
+
+
+def test_a_standalone_grid_tower_gets_patch_rows_and_their_grid():
+    """A Qwen-VL-style vision tower on its own (``forward(hidden_states, grid_thw)``) gets one
+    picture per sample as patch rows, tried after the plain input sets (it has none), the
+    side a multiple of the spatial merge."""
+    from types import SimpleNamespace
+
+    import zoo_build
+
+    class Tower:
+        config = SimpleNamespace(spatial_merge_size=2, patch_size=2, temporal_patch_size=2,
+                                 in_channels=3)
+
+        def forward(self, hidden_states, grid_thw, **kwargs):
+            raise AssertionError("not called")
+
+    rec = zoo_build.hf_recipe(Tower())
+    assert rec.options == [["grid"]] and rec.kinds["grid"] == [8, 6, 4] and rec.base["grid"] == 4
+    _, kw = rec.make(3, {"grid": 6}, ["grid"])
+    assert kw["hidden_states"].shape == (3 * 36, 3 * 2 * 2 * 2)
+    assert kw["grid_thw"].tolist() == [[1, 6, 6]] * 3
+
+
+def test_packed_pictures_lay_each_patch_side_by_side():
+    """MiniCPM-V's packer: (1, channels, patch, patches x patch), each picture's patch grid in
+    ``target_sizes``; the first patch of the strip is the first picture's top-left patch."""
+    import torch
+    import zoo_build
+
+    pixels = torch.randn(2, 3, 8, 8)
+    kw = zoo_build._packed_pictures(pixels, 4)
+    assert kw["pixel_values"].shape == (1, 3, 4, 2 * 4 * 4)
+    assert kw["target_sizes"].tolist() == [[2, 2], [2, 2]]
+    assert torch.equal(kw["pixel_values"][0, :, :, :4], pixels[0, :, :4, :4])
+    assert torch.equal(kw["pixel_values"][0, :, :, 4:8], pixels[0, :, :4, 4:8])
+    assert torch.equal(kw["pixel_values"][0, :, :, 16:20], pixels[1, :, :4, :4])
