@@ -579,8 +579,10 @@ def scalar_read(site: Call) -> Optional[str]:
             and site.receiver.is_tensor:
         return site.method
     callee = site.callee or ""
-    if site.args and site.args[0].is_tensor and (callee in ("int", "float")
-                                                 or callee.startswith("math.")):
+    # (a function takes lists and numbers too: only a value that is surely a tensor reads
+    # one, not a `list[int] | Tensor` parameter handed a row of `.tolist()`)
+    if site.args and site.args[0].is_tensor and site.args[0].kinds <= {Kind.TENSOR, Kind.NONE} \
+            and (callee in ("int", "float") or callee.startswith("math.")):
         return callee
     return None
 

@@ -1066,3 +1066,24 @@ def test_a_helper_run_under_a_setting_still_skips_its_frame_after_a_break_in_a_l
                 return x + 1
         """}, select=["SL202", "SL204"])
     assert found == [("m.py", 11, "SL202")]
+
+
+def test_an_item_of_a_list_or_tensor_parameter_is_no_sure_tensor(tree):
+    """``grid: list[int] | torch.Tensor`` handed what the walk cannot see (a row of
+    ``.tolist()`` in MiniCPM-V): ``int(grid[0])`` converts a Python number as often as it reads
+    a tensor, so it is no sure break; ``int(t[0])`` of a tensor is."""
+    found = tree({"m.py": """
+        import torch
+        from torch import nn
+
+        def positions(grid: list[int] | torch.Tensor, t: torch.Tensor):
+            h = int(grid[0])
+            w = int(t[0])
+            return torch.arange(h * 2) + w
+
+        class M(nn.Module):
+            def forward(self, x, sizes):
+                rows = iter(sizes.tolist())
+                return positions(next(rows), x[0])
+        """}, select=["SL202"])
+    assert ("m.py", 5, "SL202") not in found and ("m.py", 6, "SL202") in found, found

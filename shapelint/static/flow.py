@@ -45,6 +45,7 @@ _BOOL = frozenset({Kind.BOOL})
 _NONE = Value(kinds=frozenset({Kind.NONE}), const=None)  # a model output's field not given
 _INT = frozenset({Kind.INT})
 _TENSOR = frozenset({Kind.TENSOR})
+_MAYBE_TENSOR = frozenset({Kind.TENSOR, Kind.OBJECT})
 _STATE = frozenset({Tag.STATE})
 _STATE_PER_INSTANCE = frozenset({Tag.STATE, Tag.INSTANCE})
 
@@ -1107,7 +1108,9 @@ class Walker:
             for iv, _ in indices:
                 self.emit("on_subscript", api.Subscript(node, iv, self.ctx, container=container))
             self._emit_slices(node, container, parts)
-            return Value(kinds=_TENSOR, origin=container.origin,
+            # an item of a `list[int] | Tensor` may be a Python number: a tensor, or not
+            kinds = _TENSOR if container.kinds <= {Kind.TENSOR, Kind.NONE} else _MAYBE_TENSOR
+            return Value(kinds=kinds, origin=container.origin,
                          dims=shapes.index_dims(shapes.dims_of(container), parts))
         if container.has(Kind.MODULES):
             if len(parts) == 1 and parts[0][0] == "slice":
