@@ -141,15 +141,17 @@ def inputs(batch):  # one shape for every call: the first new size would fail it
         path = _tested_state(site.node)
         if path is None:
             return
-        line = site.fn.position(site.node)[0]  # (only for a test of state: positions cost)
-        if site.fn.first_state_read(path) != line:
-            return  # a later test of the same attribute: the guard is the first read's
         writes = site.fn.state_assignments(path)
-        if writes and writes[0][0] >= line:  # set before the test, it reads what the call wrote
-            message = (f"`{site.short_code()}` tests `self.{path}`, which the compiled region "
-                       f"then sets ({writes[0][1]}); Dynamo guards on the value the test read, "
-                       f"so the next call fails that guard and recompiles")
-            self._tests.setdefault((site.fn.path, path.split(".")[0]), []).append((site, message))
+        first = site.fn.first_state_read(path)
+        if not writes or first is None or writes[0][0] < first:
+            return  # never set here, or set before the test: it reads what the call wrote
+        # (positions cost: only for a test of state the region sets)
+        if site.fn.position(site.node, site.near)[0] != first:
+            return  # a later test of the same attribute: the guard is the first read's
+        message = (f"`{site.short_code()}` tests `self.{path}`, which the compiled region "
+                   f"then sets ({writes[0][1]}); Dynamo guards on the value the test read, "
+                   f"so the next call fails that guard and recompiles")
+        self._tests.setdefault((site.fn.path, path.split(".")[0]), []).append((site, message))
 
 
 def _tested_state(node: "cst.CSTNode") -> Optional[str]:

@@ -10,11 +10,8 @@ first and falls back on names only when the body says nothing.
 
 from __future__ import annotations
 
-from typing import Dict, FrozenSet, Set
-
-import libcst as cst
-
-from shapelint.static.cstwalk import walk
+import ast
+from typing import Dict, FrozenSet, List, Set, Union
 
 #: members of Tensor that lists, tuples, dicts, ints, strings, modules or config objects
 #: share: reading one says nothing of a tensor
@@ -41,84 +38,81 @@ def _tensor_member(attr: str) -> bool:
     return api.method(attr) is not None or api.attribute(attr) is not None
 
 
-def _is_tensor_index(sl: cst.Subscript) -> bool:
+def _is_tensor_index(sl: ast.Subscript) -> bool:
     """``x[:, 0]``, ``x[..., 1:]``, ``x[None]``: an index only a tensor (or an array) takes."""
-    if len(sl.slice) > 1:
-        return True
-    el = sl.slice[0].slice
-    return isinstance(el, cst.Index) and (
-        isinstance(el.value, cst.Ellipsis) or
-        (isinstance(el.value, cst.Name) and el.value.value == "None"))
+    index = sl.slice
+    if isinstance(index, ast.Tuple):
+        return len(index.elts) > 1
+    return isinstance(index, ast.Constant) and (index.value is Ellipsis or index.value is None)
 
 
-class _Uses(cst.CSTVisitor):
+class _Uses:
+    """The uses of the parameters ``names`` in a function's ``ast`` (read from the summary
+    tree: no libcst parse, and nodes an order of magnitude cheaper to visit)."""
+
     def __init__(self, names: Set[str]) -> None:
         self.names = names
         self.found: Dict[str, Set[str]] = {n: set() for n in names}
 
-    def _name(self, node: cst.CSTNode) -> str:
-        return node.value if isinstance(node, cst.Name) and node.value in self.names else ""
+    def _name(self, node: ast.AST) -> str:
+        if isinstance(node, ast.Starred):
+            node = node.value
+        return node.id if isinstance(node, ast.Name) and node.id in self.names else ""
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return False  # a nested function's parameters shadow ours; its uses are its own
+    def run(self, body: List[ast.stmt]) -> None:
+        stack: List[ast.AST] = list(reversed(body))
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                continue  # a nested function's parameters shadow ours; its uses are its own
+            self.visit(node)
+            stack.extend(ast.iter_child_nodes(node))
 
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
+    def visit(self, node: ast.AST) -> None:
+        if isinstance(node, ast.Attribute):
+            name = self._name(node.value)
+            if name and _tensor_member(node.attr):
+                self.found[name].add(TENSOR)
+        elif isinstance(node, ast.Subscript):
+            name = self._name(node.value)
+            if name and _is_tensor_index(node):
+                self.found[name].add(TENSOR)
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            self._iterated(node.iter)
+        elif isinstance(node, ast.Call):
+            iterable = isinstance(node.func, ast.Name) and node.func.id in _ITERABLE_BUILTINS
+            for a in list(node.args) + [k.value for k in node.keywords]:
+                name = self._name(a)
+                if name and not iterable:
+                    self.found[name].add(OPERAND)
+        elif isinstance(node, ast.BinOp):
+            for side in (node.left, node.right):
+                name = self._name(side)
+                if name:
+                    self.found[name].add(OPERAND)
 
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        name = self._name(node.value)
-        if name and _tensor_member(node.attr.value):
-            self.found[name].add(TENSOR)
-
-    def visit_Subscript(self, node: cst.Subscript) -> None:
-        name = self._name(node.value)
-        if name and _is_tensor_index(node):
-            self.found[name].add(TENSOR)
-
-    def visit_For(self, node: cst.For) -> None:
-        self._iterated(node.iter)
-
-    def visit_CompFor(self, node: cst.CompFor) -> None:
-        self._iterated(node.iter)
-
-    def _iterated(self, it: cst.BaseExpression) -> None:
+    def _iterated(self, it: ast.expr) -> None:
         """``for h in p``, ``enumerate(p)``, ``zip(p, q)``, ``range(len(p))``."""
-        if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.args and \
-                it.func.value in ("enumerate", "zip", "reversed", "range", "len"):
-            if it.func.value != "range" or len(it.args) == 1:
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.args and \
+                it.func.id in ("enumerate", "zip", "reversed", "range", "len"):
+            if it.func.id != "range" or len(it.args) == 1:
                 for a in it.args:
-                    self._iterated(a.value)
+                    self._iterated(a)
             return
         name = self._name(it)
         if name:
             self.found[name].add(SEQUENCE)
 
-    def visit_Call(self, node: cst.Call) -> None:
-        iterable = isinstance(node.func, cst.Name) and node.func.value in _ITERABLE_BUILTINS
-        for a in node.args:
-            name = self._name(a.value)
-            if name and not iterable:
-                self.found[name].add(OPERAND)
 
-    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        for side in (node.left, node.right):
-            name = self._name(side)
-            if name:
-                self.found[name].add(OPERAND)
-
-
-def parameter_uses(fn: cst.FunctionDef) -> Dict[str, FrozenSet[str]]:
+def parameter_uses(fn: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> Dict[str, FrozenSet[str]]:
     """For each parameter of ``fn``: ``TENSOR`` when its body uses it as only a tensor is
     used, ``SEQUENCE`` when it iterates it and never computes with it or passes it on."""
-    names = {p.name.value for p in list(fn.params.params) + list(fn.params.kwonly_params)
-             + list(fn.params.posonly_params)}
+    args = fn.args
+    names = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
     if not names:
         return {}
     uses = _Uses(names)
-    try:
-        walk(fn.body, uses)
-    except RecursionError:  # a 600-term expression: no evidence, the names decide
-        return {}
+    uses.run(fn.body)
     out: Dict[str, FrozenSet[str]] = {}
     for n, found in uses.found.items():
         if OPERAND in found:

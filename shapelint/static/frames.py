@@ -17,13 +17,13 @@ through ``NameUse`` sites) which reads are a frame's first read of an input.
 
 from __future__ import annotations
 
+import ast
 import sys
 from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple, cast
 
 import libcst as cst
 
 from shapelint import api
-from shapelint.static.cstwalk import walk
 from shapelint.values import NUMBERS, Kind, Tag, Value
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -178,7 +178,7 @@ class Frames:
             return False
         ctx = self.w.ctx
         if self._names is None:
-            self._names = [(n.value, ctx.line(n)) for n in _names_in(ctx.info.node)]
+            self._names = _names_in(ctx.info.tree)
         start, end = ctx.line(brk), ctx.line(read)
         seen = {n for n, ln in self._names if start < ln <= end}
         # torch checks a frame's guards in Guard.sort_key order (torch/_guards.py: the source
@@ -257,15 +257,9 @@ def varies_between_calls(v: Value) -> bool:
         (Tag.INSTANCE in v.tags and Kind.INT in v.kinds)
 
 
-def _names_in(node: Optional[cst.CSTNode]) -> List[cst.Name]:
-    """The names a function's body mentions (reads and writes alike: an over-count of what is
-    live, which errs towards taking an int as carried, so towards not reporting it)."""
-    found: List[cst.Name] = []
-
-    class _Collect(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            found.append(n)
-
-    if node is not None:
-        walk(node, _Collect())
-    return found
+def _names_in(tree: ast.AST) -> List[Tuple[str, int]]:
+    """The names a function's body mentions, with their lines (reads and writes alike: an
+    over-count of what is live, which errs towards taking an int as carried, so towards not
+    reporting it). Read from the function's ``ast``: lines come with it, where a libcst node's
+    line costs a position lookup."""
+    return [(n.id, n.lineno) for n in ast.walk(tree) if isinstance(n, ast.Name)]

@@ -297,7 +297,7 @@ class Regions:
         params = list(node.params.params) + list(node.params.kwonly_params)
         if fn.is_method and params:
             params = params[1:]
-        uses = parameter_uses(node)
+        uses = parameter_uses(fn.tree)
         for p in params:
             name = p.name.value
             origin = Origin.of_node(p.name, where, fn.module.path, fn.symbol, scope=fn.qualname,

@@ -150,7 +150,8 @@ def broadcast(a: Dims, b: Dims) -> Dims:
         front = a.front if len(a.front) >= len(b.front) else b.front
         return Dims(front, back, None)
     known, other = (a, b) if a.rank is not None else (b, a)
-    return Dims.of(*(_bcast_one(known.at(i), other.at(i)) for i in range(-known.rank, 0)))  # type: ignore[arg-type]
+    rank = known.rank or 0
+    return Dims.of(*(_bcast_one(known.at(i), other.at(i)) for i in range(-rank, 0)))
 
 
 def _fixed_any_rank(d: Dims) -> bool:

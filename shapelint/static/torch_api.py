@@ -192,6 +192,7 @@ class TorchAPI:
         self._methods: Mapping[str, Any] = data["methods"]
         self._attributes: Mapping[str, str] = data["attributes"]
         self._cache: Dict[str, Optional[TorchCallable]] = {}
+        self._picked: Dict[tuple, Optional[Tuple[Overload, Binding]]] = {}
 
     @property
     def torch_version(self) -> str:
@@ -299,6 +300,26 @@ class TorchAPI:
         return record
 
     def _best(self, name: str, npos: int, kwnames: Tuple[str, ...], is_method: bool,
+              arg_kinds: Optional[Sequence[Optional[str]]],
+              keyword_kinds: Optional[Mapping[str, Optional[str]]],
+              literals: Optional[Mapping[Union[int, str], Any]]
+              ) -> Optional[Tuple[Overload, Binding]]:
+        """Memoized :meth:`_pick` (a check of transformers asks the same few thousand calls
+        over 160,000 times, and resolve and bind ask each twice); the binding is shared, not
+        to be changed."""
+        try:
+            key = (name, npos, kwnames, is_method, tuple(arg_kinds or ()),
+                   tuple(sorted((keyword_kinds or {}).items())),
+                   tuple(sorted((literals or {}).items(), key=lambda kv: str(kv[0]))))
+            hash(key)
+        except TypeError:  # a literal that is no key (a list): worked out each time
+            return self._pick(name, npos, kwnames, is_method, arg_kinds, keyword_kinds, literals)
+        if key not in self._picked:
+            self._picked[key] = self._pick(name, npos, kwnames, is_method, arg_kinds,
+                                           keyword_kinds, literals)
+        return self._picked[key]
+
+    def _pick(self, name: str, npos: int, kwnames: Tuple[str, ...], is_method: bool,
               arg_kinds: Optional[Sequence[Optional[str]]],
               keyword_kinds: Optional[Mapping[str, Optional[str]]],
               literals: Optional[Mapping[Union[int, str], Any]]
