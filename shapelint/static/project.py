@@ -932,7 +932,9 @@ class Project:
         self._lookups.clear()
         self._mros.clear()
         self._outputs.clear()
-        self._suffix.clear()
+        for name, found in self._suffix.items():  # (kept up to date: rebuilding it scanned
+            if module.name.endswith("." + name):  # every module at each lazy load)
+                found.append(module)
         self.modules.setdefault(module.name, []).append(module)
         self.by_path[module.source.abspath] = module
         self.fake_names |= module.fake_names
