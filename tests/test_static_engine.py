@@ -1087,3 +1087,33 @@ def test_an_item_of_a_list_or_tensor_parameter_is_no_sure_tensor(tree):
                 return positions(next(rows), x[0])
         """}, select=["SL202"])
     assert ("m.py", 5, "SL202") not in found and ("m.py", 6, "SL202") in found, found
+
+
+def test_a_function_whose_only_break_may_not_run_is_no_frame_of_its_own(tree):
+    """flaubert's ``get_masks(slen, lengths, padding_mask=attention_mask)`` breaks only when no
+    mask is given (``else: assert lengths.max().item() <= slen``): called with one, it is traced
+    inline, so ``slen`` is no frame input at its first read and the caller resumes nowhere
+    (the zoo's records: torch never blamed line 61 of modeling_flaubert.py, nor 841). Where
+    no mask is given, the frame resumed after ``.item()`` reads ``slen`` in the same assert:
+    that read stays reported (flaubert's line 824 is blamed)."""
+    found = tree({"m.py": """
+        import torch
+        from torch import nn
+
+        def get_masks(slen, lengths, padding_mask=None):
+            alen = torch.arange(slen)
+            if padding_mask is not None:
+                mask = padding_mask
+            else:
+                assert lengths.max().item() <= slen
+                mask = alen < lengths[:, None]
+            return mask
+
+        class M(nn.Module):
+            def forward(self, input_ids, attention_mask=None):
+                bs, slen = input_ids.size()
+                lengths = (input_ids != 0).sum(dim=1).long()
+                mask = get_masks(slen, lengths, padding_mask=attention_mask)
+                return input_ids[:, :slen] * mask
+        """}, select=["SL104"])
+    assert found == [("m.py", 9, "SL104")]

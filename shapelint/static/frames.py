@@ -58,6 +58,9 @@ class Frames:
         #: a break that runs on every call reached (not under a test of an optional input,
         #: of data or of a varying size): what follows it is a resume frame for sure
         self.sure_break = False
+        #: a break here that does not hang on whether an optional input was given or on data:
+        #: the function is a frame of its own when called, and its caller breaks at the call
+        self.breaks_caller = False
         #: the statement whose call broke the graph in a callee (what it binds crossed too)
         self.returned_across: Optional[cst.CSTNode] = None
         #: names holding Python numbers that crossed a graph break, until their first read
@@ -93,7 +96,7 @@ class Frames:
     def broke(self) -> int:
         """What a caller learns: 0 no break, 1 a break only dynamic sizes cause, 2 a break.
         A function called under a test of settings tells its caller of none (it may not run)."""
-        if self.broke_at is None or self.w.inherited_flag:
+        if self.broke_at is None or self.w.inherited_flag or not self.breaks_caller:
             return 0
         return 2 if self.hard_break else 1
 
@@ -113,6 +116,9 @@ class Frames:
         maybe = w.presence_guards > 0 or w.data_guards > 0 or w.size_guards > 0
         after_sure = self.sure_break
         self.sure_break = self.sure_break or not maybe
+        # a caller breaks at the call unless every break here hangs on how the model is
+        # called or on data (a size test, `if padding_len > 0:`, runs for most lengths)
+        self.breaks_caller = self.breaks_caller or not (w.presence_guards or w.data_guards)
         # a break under a test of data may not run: the frame is traced whole when it does not
         skips_loop = skips_loop and w.data_guards == 0
         self.hard_break = self.hard_break or skips_loop
@@ -232,7 +238,7 @@ class Frames:
         hands the int on to a callee counts when that callee breaks too (the call is where
         this frame breaks, guarding it); one traced inline reads it, and guards it, inside."""
         w = self.w
-        if (self.broke_at is None and not self.own_frame) or self.eager or w.a.eager \
+        if (not self.breaks_caller and not self.own_frame) or self.eager or w.a.eager \
                 or w.in_module_init():  # a module's __init__ that breaks runs eagerly
             return
         for name_node, v, stmt, passthrough in self.param_reads:
