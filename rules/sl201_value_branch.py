@@ -1,4 +1,4 @@
-from shapelint.api import Condition, Kind, Rule
+from shapelint.api import Condition, Rule
 
 
 class ValueBranch(Rule):
@@ -80,6 +80,6 @@ class M(torch.nn.Module):
     def on_condition(self, site: Condition) -> None:
         # a tensor on every path (None aside): `skip = False; if self.training: skip = p < q`
         # is a Python bool while the model serves, and a tensor only while it trains
-        if site.value.is_tensor and site.value.kinds <= {Kind.TENSOR, Kind.NONE} and not site.flag_guarded:
+        if site.value.is_sure_tensor and not site.flag_guarded:
             self.report(site, f"`{site.short_code()}` is a tensor value used as a Python bool; Dynamo "
                               f"breaks the graph here to evaluate it")

@@ -543,8 +543,7 @@ def breaks_graph(hook: str, site: Site) -> bool:
             return True
         return dynamic_output_op(site) is not None
     if isinstance(site, Condition):
-        v = site.value
-        return v.is_tensor and v.kinds <= {Kind.TENSOR, Kind.NONE}
+        return site.value.is_sure_tensor
     if isinstance(site, Subscript):  # x[mask]: its length depends on the data
         return site.container.is_tensor and site.value.is_mask
     return False
@@ -581,7 +580,7 @@ def scalar_read(site: Call) -> Optional[str]:
     callee = site.callee or ""
     # (a function takes lists and numbers too: only a value that is surely a tensor reads
     # one, not a `list[int] | Tensor` parameter handed a row of `.tolist()`)
-    if site.args and site.args[0].is_tensor and site.args[0].kinds <= {Kind.TENSOR, Kind.NONE} \
+    if site.args and site.args[0].is_sure_tensor \
             and (callee in ("int", "float") or callee.startswith("math.")):
         return callee
     return None

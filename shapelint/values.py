@@ -264,6 +264,12 @@ class Value:
         return Kind.TENSOR in self.kinds
 
     @property
+    def is_sure_tensor(self) -> bool:
+        """A tensor on every path (None aside): not a `list[int] | Tensor` item, nor a value
+        that is a Python bool while the model serves and a tensor while it trains."""
+        return Kind.TENSOR in self.kinds and self.kinds <= {Kind.TENSOR, Kind.NONE}
+
+    @property
     def is_tensor_seq(self) -> bool:
         return Kind.TENSORS in self.kinds
 

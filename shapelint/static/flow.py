@@ -1178,7 +1178,7 @@ class Walker:
                     dims = shapes.dims_of(v) if dims is None else shapes.broadcast(dims, shapes.dims_of(v))
             # a tensor only where an operand surely is one: `i >= n` of an `n` that is an int
             # in eval and a tensor in training is a Python bool on the path that has the int
-            sure = any(v.is_tensor and v.kinds <= {Kind.TENSOR, Kind.NONE} for v in values)
+            sure = any(v.is_sure_tensor for v in values)
             return Value(kinds=_TENSOR if sure else _TENSOR | _BOOL, tags=frozenset({Tag.MASK}),
                          origin=self.origin(node), dims=dims)
         if any(v.is_shape for v in values):  # a whole shape compared
