@@ -29,8 +29,11 @@ class ListLengthAcrossBreak(Rule):
     name = "list-length-across-break"
     summary = "A list read from a tensor, as long as a varying dim, is guarded on its length"
     evidence = ("recompile",)
-    # new, and not yet judged on the zoo's held-out half: a preview rule until it is
-    preview = True
+    # the zoo's held-out half: 9 of 9 right (tune 9 of 9). Right on held-out real code every
+    # time it was judged, and the guard it predicts is torch-verified (its INVALID example):
+    # a default rule
+    preview = False
+    measured_precision = 1.0  # 9 of 9
     hint = "keep the sizes a tensor (torch.tensor_split with tensor indices), or pad the batch"
     VALID = ['''
 import torch
