@@ -5,8 +5,12 @@ class ListLengthAcrossBreak(Rule):
     """
     ## What it does
     Finds a Python list read from a tensor (`sizes = grid.prod(-1).tolist()`) whose length
-    follows a dim that varies between calls (one row per image of the batch), where the frame
-    that resumes after the read's graph break first uses it (`torch.split(x, sizes)`).
+    follows a dim that varies between calls (one row per image of the batch, or a count of
+    rows only the tensor's values decide, as after `repeat_interleave` or `nonzero`), where
+    the frame that resumes after the read's graph break first uses it (`torch.split(x,
+    sizes)`). The same holds for what keeps that length: the pieces `torch.split(x, sizes)`
+    cuts, a list of such splits, and an output or dict that holds them, returned by a call
+    that breaks the graph and read back after it (`outputs["image"].pooler_output`).
 
     ## Why is this bad?
     `.tolist()` breaks the graph, and the rest of the function runs as a resumed frame that
@@ -49,6 +53,41 @@ class M(torch.nn.Module):
         sizes = torch.ones_like(x[:, 0]).long().tolist()
         parts = torch.split(x, sizes)  # error: SL207
         return torch.cat([p * 2 for p in parts])
+''', '''
+import torch
+class M(torch.nn.Module):
+    def forward(self, x):
+        counts = torch.ones_like(x[:, 0]).long()
+        splits = [torch.split(t, counts.tolist()) for t in (x, x * 2)]
+        outs = [a + b for a, b in zip(*splits)]  # error: SL207
+        return torch.cat(outs)
+''', '''
+import torch
+class M(torch.nn.Module):
+    def forward(self, x):
+        ones = (x[:, 0] > -1e9).long()
+        rows = torch.repeat_interleave(ones, ones)  # as many rows as the values say
+        sizes = rows.tolist()
+        parts = torch.split(x, sizes)  # error: SL207
+        return torch.cat([p * 2 for p in parts])
+''', '''
+import torch
+class Features:
+    pieces = None
+class M(torch.nn.Module):
+    def features(self, pixels):
+        out = Features()
+        counts = torch.ones_like(pixels[:, 0]).long()  # one image per row
+        out.pieces = torch.split(pixels, counts.tolist())
+        return out
+    def forward(self, x, pixels=None):
+        found = {}
+        if found.get("image") is None and pixels is not None:
+            found["image"] = self.features(pixels)  # the call breaks: this frame resumes after it
+        pieces = found["image"].pieces
+        return x + torch.cat([p * 2 for p in pieces])  # error: SL207
+def inputs(batch):
+    return torch.randn(batch, 8), torch.randn(batch, 8)
 ''']
 
     def on_name_use(self, site: NameUse) -> None:
@@ -56,8 +95,8 @@ class M(torch.nn.Module):
             dim = site.value.dim
             rows = dim.label if dim is not None and dim.label else "a dim that varies"
             self.report(site, node=site.near,
-                        message=f"`{site.name}` is a list read from tensor data "
-                                f"({site.fn.describe(site.value.origin)}), one item per row of "
+                        message=f"`{site.name}` has a length read from tensor data "
+                                f"({site.fn.describe(site.value.origin)}): one item per row of "
                                 f"{rows}; the graph break at line {site.break_line} hands it to "
                                 f"the resumed frame, which guards its length "
                                 f"(`len({site.name}) == <rows>`) and recompiles for each new one")

@@ -223,6 +223,8 @@ class Origin:
 
 
 Fact = Union[Kind, Tag]
+#: Python sequences: a list or tuple of anything, one of tensors
+_SEQUENCES = frozenset({Kind.CONTAINER, Kind.TENSORS})
 _EMPTY: FrozenSet = frozenset()
 
 
@@ -257,6 +259,11 @@ class Value:
     record: Optional[Tuple[Tuple[str, "Value"], ...]] = dataclasses.field(default=None,
                                                                           compare=False,
                                                                           repr=False)
+    #: the items a function stored in a local dict under a literal key (``outputs["image"] =
+    #: self.encode(...)``), to read back (``outputs["image"]``); None when it stored none
+    keyed: Optional[Tuple[Tuple[str, "Value"], ...]] = dataclasses.field(default=None,
+                                                                         compare=False,
+                                                                         repr=False)
 
     # -- predicates rules use ---------------------------------------------------------------
     @property
@@ -284,10 +291,12 @@ class Value:
 
     @property
     def is_varying_list(self) -> bool:
-        """A Python list read from tensor data whose length follows a dim that varies between
-        calls (``t.tolist()`` of a tensor with one row per image of the batch)."""
-        return self.kinds == {Kind.CONTAINER} and Tag.DATA in self.tags and self.dim is not None \
-            and self.dim.varies is True and not self.dim.guessed
+        """A Python sequence whose length was read from tensor data and follows a dim that
+        varies between calls: ``t.tolist()`` of a tensor with one row per image of the batch,
+        the tensors ``torch.split(x, sizes)`` makes of such a list, or a list of those (``dim``
+        is then the length, of the sequence or of its items)."""
+        return bool(self.kinds) and self.kinds <= _SEQUENCES and Tag.DATA in self.tags \
+            and self.dim is not None and self.dim.varies is True and not self.dim.guessed
 
     @property
     def is_shape(self) -> bool:
@@ -335,9 +344,9 @@ class Value:
         """Join of two values (both branches of an ``if``, both operands of ``+``)."""
         if other is self:
             return self
-        if not other.kinds and not other.tags and other.origin is None:
+        if other._blank:
             return self
-        if not self.kinds and not self.tags and self.origin is None:
+        if self._blank:
             return other
         both_sizes = self.is_size and other.is_size
         dim = self.dim if other.dim is None else other.dim if self.dim is None \
@@ -356,7 +365,22 @@ class Value:
             const=self.const if self.const == other.const else None,
             carriers=_join_carriers(self, other),
             record=self.record if self.record is other.record else None,
+            keyed=_join_keyed(self.keyed, other.keyed),
         )
+
+    @property
+    def _blank(self) -> bool:
+        """Nothing known: merging it changes nothing."""
+        return not self.kinds and not self.tags and self.origin is None and not self.keyed
+
+    def stored(self, key: str) -> Optional["Value"]:
+        """What the function stored under ``key`` (see ``keyed``), None if nothing."""
+        return dict(self.keyed).get(key) if self.keyed else None
+
+    def store(self, key: str, item: "Value") -> "Value":
+        """This dict after ``[key] = item``."""
+        rest = tuple((k, v) for k, v in self.keyed or () if k != key)
+        return dataclasses.replace(self, keyed=rest + ((key, item),))
 
     def field(self, key: Union[int, str]) -> Optional["Value"]:
         """A model output's item as Python gives it: by name, its field; by position, its
@@ -386,6 +410,18 @@ class Value:
 
 
 UNKNOWN = Value()
+
+
+def _join_keyed(a: Optional[Tuple[Tuple[str, Value], ...]],
+                b: Optional[Tuple[Tuple[str, Value], ...]]) -> Optional[Tuple[Tuple[str, Value], ...]]:
+    """Both paths' stored items: a key stored on one path only keeps that item (a store under
+    `if outputs.get("image") is None:` is what a later read gets whenever it was made)."""
+    if a is None or b is None or a is b:
+        return a if b is None else b
+    out = dict(a)
+    for k, v in b:
+        out[k] = out[k].merge(v) if k in out else v
+    return tuple(out.items())
 
 
 def _join_carriers(a: Value, b: Value) -> Optional[Tuple[Value, ...]]:

@@ -327,6 +327,16 @@ def _is_self_attr(node: cst.CSTNode) -> bool:
         and node.value.value == "self"
 
 
+def _literal_key(node: cst.Subscript) -> Optional[str]:
+    """The string literal of ``d["key"]``, None for any other subscript."""
+    if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+        key = node.slice[0].slice.value
+        if isinstance(key, cst.SimpleString):
+            text = key.evaluated_value
+            return text if isinstance(text, str) else None
+    return None
+
+
 def _int_literal(node: cst.BaseExpression) -> Optional[int]:
     v = literal(node).const
     return v if isinstance(v, int) and not isinstance(v, bool) else None
@@ -667,9 +677,15 @@ class Walker:
             if _is_self_attr(base):
                 self.state_write(base, v, "item", target)
             else:
-                self.ev(base)
+                owner = self.ev(base)
+                key = _literal_key(target)
+                if isinstance(base, cst.Name) and key is not None and not owner.is_tensor:
+                    self.env[base.value] = owner.store(key, v)
         elif isinstance(target, cst.Attribute):
-            self.ev(target.value)
+            owner = self.ev(target.value)
+            if isinstance(target.value, cst.Name) and not owner.is_tensor and not owner.is_module:
+                # `outputs.pooler_output = torch.split(...)`: read back as what was stored
+                self.env[target.value.value] = owner.store("." + target.attr.value, v)
         elif isinstance(target, cst.StarredElement):
             self.bind(target.value, UNKNOWN)
 
@@ -887,7 +903,14 @@ class Walker:
     def _tests_presence(self, yes: Dict[str, Value], no: Dict[str, Value]) -> bool:
         """Whether a test tells, on one side, that the caller left an optional input of the
         compiled entry out (``if prompt_ids is None:``, ``elif input_ids is not None:``)."""
-        return any(v.kinds == {Kind.NONE} and id(self.env.get(name)) in self.a.graph_inputs
+        def optional_input(name: str) -> bool:
+            given = self.env.get(name)
+            return given is not None and Kind.NONE in given.kinds and \
+                id(given) in self.a.graph_inputs
+
+        # (a side that tells it was given counts too: `if cached is None and pixel_values is
+        # not None:` runs on the calls that pass pixel_values)
+        return any(optional_input(name) and (v.kinds == {Kind.NONE} or Kind.NONE not in v.kinds)
                    for narrowed in (yes, no) for name, v in narrowed.items())
 
     def narrow(self, test: cst.BaseExpression) -> Tuple[Dict[str, Value], Dict[str, Value]]:
@@ -1002,8 +1025,10 @@ class Walker:
             return Value(kinds=_TENSOR, origin=self.origin(node), dims=Dims(rank=None))
         if base.is_state:
             return Value(tags=frozenset({Tag.STATE}), origin=base.origin, detail="unknown")
-        item = base.field(attr)
-        if item is not None:  # a model output's field
+        item = base.stored("." + attr)
+        if item is None:
+            item = base.field(attr)
+        if item is not None:  # what the function stored there, or a model output's field
             return item
         if attr in results.SEQUENCE_OUTPUTS and isinstance(node.value, (cst.Call, cst.Name)) \
                 and not base.kinds:
@@ -1062,6 +1087,11 @@ class Walker:
 
     def ev_Subscript(self, node: cst.Subscript) -> Value:
         container = self.ev(node.value)
+        if container.keyed is not None:
+            name = _literal_key(node)
+            stored = container.stored(name) if name is not None else None
+            if stored is not None:  # outputs["image"], stored by this function
+                return stored
         if container.record is not None and len(node.slice) == 1 and \
                 isinstance(node.slice[0].slice, cst.Index):
             key = node.slice[0].slice.value
@@ -1612,13 +1642,13 @@ class Walker:
         self.a.callee_broke = 0
         result = self.a.call(self.ctx, target, bound, self.flag_guards > 0,
                              instance if bound_self else None)
-        if self.a.callee_broke:  # the graph broke inside: this frame resumes after the call
-            self.frames.callee_broke(self.ctx.stmt if self.ctx.stmt is not None else target.node,  # type: ignore[arg-type]
-                                     hard=self.a.callee_broke == 2)
         if not result.kinds:  # the walk could not tell: the return annotation can
             returns = signature(target).returns
             if returns:
                 result = result.with_(kinds=returns)
+        if self.a.callee_broke:  # the graph broke inside: this frame resumes after the call
+            self.frames.callee_broke(self.ctx.stmt if self.ctx.stmt is not None else target.node,  # type: ignore[arg-type]
+                                     hard=self.a.callee_broke == 2, returned=result)
         return result
 
     def _method_result(self, node: cst.Call, recv: Value, method: str, pos: List[Value],

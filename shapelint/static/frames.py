@@ -53,6 +53,8 @@ class Frames:
         #: where the graph first broke in this function (None: it did not), and last
         self.broke_at: Optional[cst.CSTNode] = None
         self.last_break: Optional[cst.CSTNode] = None
+        #: the statement the last break is in
+        self.break_stmt: Optional[cst.CSTNode] = None
         #: a break here happens whatever the sizes (not only once they are dynamic)
         self.hard_break = False
         #: a break that runs on every call reached (not under a test of an optional input,
@@ -63,6 +65,11 @@ class Frames:
         self.breaks_caller = False
         #: the statement whose call broke the graph in a callee (what it binds crossed too)
         self.returned_across: Optional[cst.CSTNode] = None
+        #: what the call that broke last returned (an input of the frame that resumes)
+        self.returned_value: Optional[Value] = None
+        #: varying lists held inside the live locals at a break (``outputs["image"]``'s
+        #: ``.pooler_output``): inputs of the resumed frames, by identity
+        self.held_across: Dict[int, Value] = {}
         #: names holding Python numbers that crossed a graph break, until their first read
         self.crossed: Dict[str, cst.CSTNode] = {}
         #: per-instance attributes already read after the graph break
@@ -111,6 +118,7 @@ class Frames:
         if first:
             self.broke_at = node
         self.last_break = node
+        self.break_stmt = w.ctx.stmt
         # a break under a test of whether an optional input was given runs on the calls that
         # give it: on the others the frame goes on past it, so it starts no frame for sure
         maybe = w.presence_guards > 0 or w.data_guards > 0 or w.size_guards > 0
@@ -151,12 +159,16 @@ class Frames:
                 if name not in self.crossed:
                     self.crossed[name] = node
                     self.carriers[name] = self.carrier_names(v) if v.is_size else None
+            for item in _held(v):  # a list kept in a dict or an output, read back later
+                if item.is_varying_list:
+                    self.held_across[id(item)] = item
 
-    def callee_broke(self, stmt: cst.CSTNode, hard: bool) -> None:
+    def callee_broke(self, stmt: cst.CSTNode, hard: bool, returned: Value) -> None:
         """The graph broke inside a callee: this frame resumes after the call, taking what
-        the call returned as an input too."""
+        the call ``returned`` as an input too."""
         self.graph_break(stmt, skips_loop=hard)
         self.returned_across = self.w.ctx.stmt
+        self.returned_value = returned
 
     def carrier_names(self, size: Value) -> Optional[List[set]]:
         """For each tensor ``size`` was read from, the locals bound to it now (None if one is
@@ -204,9 +216,13 @@ class Frames:
                                             self.returned_across is self.w.ctx.stmt and
                                             v.is_size and v.varies)):
             self.crossed[name] = self.last_break  # type: ignore[assignment]
-        elif self.broke_at is not None and v.is_varying_list:
+        elif self.broke_at is not None and v.is_varying_list and (
+                self.break_stmt is self.w.ctx.stmt or id(v) in self.held_across or
+                any(item is v for item in _held(self.returned_value))):
             # `sizes = t.tolist()` breaks the graph; the resumed frame takes the list as an
-            # input and guards its length where it first reads it
+            # input and guards its length where it first reads it (a list the resumed frame
+            # makes of it, `torch.split(x, sizes)`, is no input). So with a list the call
+            # that broke returned inside an output (`out["image"].pooler_output`)
             self.crossed[name] = self.last_break  # type: ignore[assignment]
 
     def read(self, node: cst.Name, v: Value) -> Optional[cst.CSTNode]:
@@ -251,6 +267,19 @@ class Frames:
                     break_line=w.ctx.line(cast(cst.CSTNode, self.broke_at)), frame_input=True))
             finally:
                 w.ctx.stmt = saved
+
+
+def _held(root: Optional[Value], depth: int = 2) -> List[Value]:
+    """The fields and stored items of ``root``, and theirs (what reading them back without
+    computing anything gives)."""
+    if root is None or (not root.keyed and not root.record):
+        return []
+    out = []
+    for _, item in (root.keyed or ()) + (root.record or ()):
+        out.append(item)
+        if depth:
+            out.extend(_held(item, depth - 1))
+    return out
 
 
 def varies_between_calls(v: Value) -> bool:

@@ -133,8 +133,16 @@ def torch_result(name: str, short: str, args: Args, kwargs: Kwargs, origin: Orig
         src = given if given is not None and given.is_tensor else None
     tensor_args = [a for a in list(args) + list(kwargs.values()) if a.is_tensor]
     if ret == "tensor":
-        if short in DATA_SIZED:
-            dims: Optional[Dims] = Dims(rank=None)
+        if (short in DATA_SIZED and short != "bincount") or (
+                short == "repeat_interleave" and _tensor_repeats(args, kwargs, bound,
+                                                                 receiver is not None)):
+            # as many rows as the values ask for: a count that differs from call to call
+            # (not bincount's: as long as its largest value, or its minlength, the number of
+            # classes or experts)
+            dims: Optional[Dims] = Dims((DimInfo(Dim.VARY, f"`{short}(...)` dim 0, sized by "
+                                                           f"tensor values"),), (), None)
+        elif short == "bincount":
+            dims = Dims(rank=None)
         elif receiver is not None:
             dims = shapes.method_dims(short, receiver, args, kwargs)
         else:
@@ -155,6 +163,10 @@ def torch_result(name: str, short: str, args: Args, kwargs: Kwargs, origin: Orig
         else:
             item = shapes.item_dims(short, args[0], args[1:], kwargs) if args and args[0].is_tensor else None
         one = Value(kinds=frozenset({Kind.TENSOR}), origin=origin, dims=item)
+        counted = _split_sections(short, args, kwargs, bound, receiver is not None)
+        if counted is not None:  # one tensor per item of a list read from data
+            return Value(kinds=frozenset({Kind.TENSORS}), tags=frozenset({Tag.DATA}),
+                         origin=origin, dims=item, dim=counted.dim), bound
         if ret == "tensor_tuple" and arity:
             if short in ("max", "min", "sort", "topk", "median", "mode", "kthvalue", "cummax",
                          "cummin", "aminmax", "var_mean", "std_mean"):
@@ -181,6 +193,38 @@ def torch_result(name: str, short: str, args: Args, kwargs: Kwargs, origin: Orig
     if short in ("numel", "nelement") and src is not None:
         return size_value(origin, join_dims(*shapes.dims_of(src).all())), bound
     return Value(kinds=kinds), bound
+
+
+def _tensor_repeats(args: Args, kwargs: Kwargs, bound: Dict[str, Value], is_method: bool) -> bool:
+    """``repeat_interleave`` given a tensor of repeats: its length is their sum."""
+    given = bound.get("repeats", kwargs.get("repeats"))
+    if given is None:
+        rest = args if is_method else args[1:]
+        given = rest[0] if rest else None
+    return given is not None and given.is_tensor
+
+
+#: ops that cut a tensor into one piece per item of a list of sizes or indices
+SPLITS = frozenset({"split", "split_with_sizes", "tensor_split"})
+#: the names of that list among their parameters
+SECTIONS = ("split_size_or_sections", "split_size", "split_sizes", "indices_or_sections",
+            "indices", "sections")
+
+
+def _split_sections(short: str, args: Args, kwargs: Kwargs, bound: Dict[str, Value],
+                    is_method: bool) -> Optional[Value]:
+    """The list of sizes a split is given, when it was read from tensor data with a length
+    that varies (``torch.split(x, grid.prod(-1).tolist())``): the split makes as many tensors
+    as it has items, so their count varies as its length does."""
+    if short not in SPLITS:
+        return None
+    given = next((bound[k] for k in SECTIONS if k in bound), None)
+    if given is None:
+        given = next((kwargs[k] for k in SECTIONS if k in kwargs), None)
+    if given is None:
+        rest = args if is_method else args[1:]
+        given = rest[0] if rest else None
+    return given if given is not None and given.is_varying_list else None
 
 
 #: the outputs of a library model (transformers' ModelOutput) that are (batch, sequence,
