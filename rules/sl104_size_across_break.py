@@ -98,7 +98,7 @@ class M(torch.nn.Module):
             # (an int: a float crossing a break is not specialized by default, measured on
             # the shared case b45: no recompile as `peak` changed)
             what = f"was read from tensor data ({site.fn.describe(v.origin)})"
-        elif site.frame_input and v.has(Tag.INSTANCE) and not v.is_tensor:
+        elif site.frame_input and v.has(Tag.INSTANCE) and not v.is_tensor and not v.is_module:
             what = "differs from layer to layer (a loop index or a per-layer attribute)"
         else:
             return

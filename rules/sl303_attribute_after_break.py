@@ -71,7 +71,8 @@ class Model(torch.nn.Module):
     def on_name_use(self, site: NameUse) -> None:
         # the first read of a per-instance attribute after a graph break in its method: the
         # resumed frame guards its value, and every instance brings its own
-        if site.after_break and site.value.has(Tag.INSTANCE) and site.fn.is_method and \
+        if site.after_break and site.value.has(Tag.INSTANCE) and not site.value.is_module and \
+                site.fn.is_method and \
                 site.name.startswith("self."):  # (a layer index argument is SL104's)
             self.report(site, f"`{site.name}` is read after the graph break at line "
                               f"{site.break_line}; the resumed frame is shared by every instance "

@@ -360,7 +360,7 @@ class Value:
             elems=self.elems if self.elems == other.elems else None,
             detail=self.detail or other.detail,
             dims=self.dims if self.dims == other.dims else (self.dims or other.dims) if
-            (self.dims is None or other.dims is None) else UNKNOWN_DIMS,
+            (self.dims is None or other.dims is None) else _either_dims(self.dims, other.dims),
             dim=dim,
             const=self.const if self.const == other.const else None,
             carriers=_join_carriers(self, other),
@@ -410,6 +410,19 @@ class Value:
 
 
 UNKNOWN = Value()
+
+
+def _either_dims(a: Dims, b: Dims) -> Dims:
+    """The dims of a tensor that is ``a`` on one path and ``b`` on another (two classes a
+    submodule may be, both branches of an ``if``): each dim known on both, joined; a dim
+    varies if it varies on either path."""
+    if a.rank is not None and a.rank == b.rank:
+        return Dims.of(*(join_dims(x, y) for x, y in zip(a.front, b.front)))
+    if a.rank is None and b.rank is None:
+        return Dims(tuple(join_dims(x, y) for x, y in zip(a.front, b.front)),
+                    tuple(join_dims(x, y) for x, y in zip(a.back[::-1], b.back[::-1]))[::-1],
+                    None)
+    return UNKNOWN_DIMS
 
 
 def _join_keyed(a: Optional[Tuple[Tuple[str, Value], ...]],

@@ -1117,3 +1117,64 @@ def test_a_function_whose_only_break_may_not_run_is_no_frame_of_its_own(tree):
                 return input_ids[:, :slen] * mask
         """}, select=["SL104"])
     assert found == [("m.py", 9, "SL104")]
+
+
+def test_a_submodule_of_either_class_keeps_the_dims_both_leave_varying(tree):
+    """``self.attn`` is one class in some layers and another in others: the walk runs both and
+    joins what they return. A dim that varies on either path still varies after the join, so
+    the size read after it crosses the MoE's break (minimax: torch named
+    ``sequence_length == 64`` at the reshape). Before, two known dims joined to unknown ones.
+    The layer breaks (in its MoE), so each layer runs it as a frame of its own, which guards
+    the type of ``self.attn`` (SL308)."""
+    found = tree({"m.py": """
+        import torch
+        from torch import nn
+
+        class Linear(nn.Module):
+            def forward(self, x):
+                return x.view(x.shape[0], 4, 8) * 2
+
+        class Plain(nn.Module):
+            def forward(self, x):
+                return x.view(x.shape[0], 4, -1) + 1
+
+        class Experts(nn.Module):
+            def forward(self, flat):
+                picked = flat[flat.sum(-1) > 0]
+                return flat * picked.sum()
+
+        class MoE(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.experts = Experts()
+
+            def forward(self, x):
+                rows, cols, c = x.shape
+                flat = self.experts(x.view(-1, c))
+                return flat.reshape(rows, cols, c)
+
+        class Layer(nn.Module):
+            def __init__(self, config, layer_idx: int):
+                super().__init__()
+                if layer_idx % 2:
+                    self.attn = Linear()
+                else:
+                    self.attn = Plain()
+                self.mlp = MoE()
+
+            def forward(self, x):
+                return self.mlp(self.attn(x)).flatten(1)
+
+        class Model(nn.Module):
+            def __init__(self, config):
+                super().__init__()
+                self.layers = nn.ModuleList([Layer(config, i) for i in range(4)])
+
+            def forward(self, x):
+                for layer in self.layers:
+                    x = layer(x)
+                return x
+        """}, select=["SL104", "SL308"], preview=True)
+    # both lines replayed (batch 1, 2, 3, 4, 8): `rows == 1` at 25, the attn type at 37
+    assert ("m.py", 25, "SL104") in found, found
+    assert ("m.py", 37, "SL308") in found, found

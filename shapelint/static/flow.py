@@ -48,6 +48,7 @@ _TENSOR = frozenset({Kind.TENSOR})
 _MAYBE_TENSOR = frozenset({Kind.TENSOR, Kind.OBJECT})
 _STATE = frozenset({Tag.STATE})
 _STATE_PER_INSTANCE = frozenset({Tag.STATE, Tag.INSTANCE})
+_INSTANCE = frozenset({Tag.INSTANCE})
 
 
 class TooDeep(Exception):
@@ -1053,7 +1054,13 @@ class Walker:
                 return UNKNOWN
             return Value(tags=frozenset({Tag.STATE}), origin=self.origin(node), detail="unknown")
         if info.kind == "module":  # const: its literal constructor arguments
-            return Value(kinds=frozenset({Kind.MODULE}), detail=info.cls, const=info.init or None)
+            v = Value(kinds=frozenset({Kind.MODULE}), detail=info.cls, const=info.init or None)
+            if info.per_instance and self.a.regions.is_repeated(self.cls.qualname):  # type: ignore[union-attr]
+                # one class in some instances, another in others: a frame each instance runs
+                # guards its type where it first reads it
+                v = v.with_(tags=_INSTANCE)
+                self.frames.read_instance_module(node, attr, v)
+            return v
         if info.kind == "module_list":  # const: per class, its first item's arguments
             return Value(kinds=frozenset({Kind.MODULES}), detail=info.cls, const=info.init or None)
         if info.kind == "tensor":  # a parameter or buffer: its dims are fixed

@@ -85,6 +85,9 @@ class Frames:
             name: v for name, v in args.items() if varies_between_calls(v)} \
             if ctx.root != ctx.qualname else {}
         self.param_reads: List[Tuple[cst.Name, Value, Optional[cst.CSTNode], bool]] = []
+        #: submodules whose class differs between instances, at their first read in the
+        #: function (see ``read_instance_module``)
+        self.module_reads: Dict[str, Tuple[cst.Attribute, Value, Optional[cst.CSTNode]]] = {}
 
     # -- the walk begins and ends -------------------------------------------------------------
     def begin(self) -> None:
@@ -247,6 +250,20 @@ class Frames:
         self.read_after_break.add(attr)
         return True
 
+    def read_instance_module(self, node: cst.Attribute, attr: str, v: Value) -> None:
+        """A read of ``self.<attr>``, a submodule of one class in some instances and another
+        in others: Dynamo guards its type in each frame that reads it (``___check_type_id(
+        self._modules['mlp'])``), so a frame shared by the instances recompiles for the other
+        class. Its first read after a break is reported now; its first read in the function
+        when the function turns out to be a frame of its own (see ``frame_inputs``)."""
+        w = self.w
+        if self.broke_at is None:  # (in the function's first frame)
+            self.module_reads.setdefault(attr, (node, v, w.ctx.stmt))
+        elif self.read_attribute(attr):
+            w.emit("on_name_use", api.NameUse(node, v, w.ctx, name=f"self.{attr}",
+                                              after_break=True,
+                                              break_line=w.ctx.line(self.broke_at)))
+
     def frame_inputs(self) -> None:
         """The graph broke in this function (not the entry), or eager code called it: it runs
         as a frame of its own, its arguments are that frame's inputs, and each int among them
@@ -257,13 +274,16 @@ class Frames:
         if (not self.breaks_caller and not self.own_frame) or self.eager or w.a.eager \
                 or w.in_module_init():  # a module's __init__ that breaks runs eagerly
             return
-        for name_node, v, stmt, passthrough in self.param_reads:
-            if passthrough:
-                continue  # reported by _guard_passed when its callee broke
+        reads: List[Tuple[cst.CSTNode, str, Value, Optional[cst.CSTNode]]] = [
+            (node, node.value, v, stmt) for node, v, stmt, passthrough in self.param_reads
+            if not passthrough]  # (one handed on is reported by _guard_passed, if at all)
+        reads += [(node, f"self.{attr}", v, stmt) for attr, (node, v, stmt)
+                  in self.module_reads.items()]
+        for node, name, v, stmt in reads:
             saved, w.ctx.stmt = w.ctx.stmt, stmt
             try:
                 w.emit("on_name_use", api.NameUse(
-                    name_node, v, w.ctx, name=name_node.value, after_break=True,
+                    node, v, w.ctx, name=name, after_break=True,
                     break_line=w.ctx.line(cast(cst.CSTNode, self.broke_at)), frame_input=True))
             finally:
                 w.ctx.stmt = saved

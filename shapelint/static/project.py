@@ -109,7 +109,7 @@ DEFAULT_LIMITS = Limits()
 class AttrInfo:
     """What ``__init__`` stored in ``self.<attr>``."""
 
-    __slots__ = ("kind", "cls", "from_param", "flag", "init")
+    __slots__ = ("kind", "cls", "from_param", "flag", "init", "per_instance")
 
     def __init__(self, kind: str, cls: str = "", from_param: bool = False,
                  flag: Optional[bool] = None, init: Tuple[Tuple[object, object], ...] = ()) -> None:
@@ -122,6 +122,9 @@ class AttrInfo:
         #: a torch.nn module's literal constructor arguments, ((0, 3), ("stride", 2), ...):
         #: positions by index, keywords by name (what some of torch's guards depend on)
         self.init = init
+        #: a submodule whose class ``__init__`` picks by an argument that differs between the
+        #: instances (``MoE(config) if layer_idx >= k else MLP(config)``): ``cls`` lists each
+        self.per_instance = False
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, AttrInfo) and (self.kind, self.cls) == (other.kind, other.cls)
@@ -675,7 +678,66 @@ def _init_attrs(init: FunctionNode, module: ModuleInfo) -> Dict[str, AttrInfo]:
                         new = _classify(node.value, module, params, defaults, local_items, read)
                         if known is None or new.kind not in ("none", "other"):
                             attrs[t.attr] = new
+    for attr, classes in _classes_per_instance(init, module, params, defaults, read).items():
+        chosen = AttrInfo("module", "|".join(classes))
+        chosen.per_instance = True
+        attrs[attr] = chosen
     return attrs
+
+
+#: ``__init__`` parameters every instance of a model's blocks shares (the model's config)
+_SHARED_PARAMS = frozenset({"self", "config", "cfg", "args", "kwargs", "dd", "device", "dtype"})
+
+
+def _classes_per_instance(init: FunctionNode, module: ModuleInfo, params: Dict[str, ast.arg],
+                          defaults: Dict[str, ast.expr],
+                          read: Optional[ConfigReader]) -> Dict[str, List[str]]:
+    """The submodules ``__init__`` builds of one class or another by a test of an argument
+    that differs from instance to instance (``if layer_idx >= config.first_k_dense_replace:``,
+    ``if downsample:``, ``A(c) if self.block_type == "linear" else B(c)`` where
+    ``self.block_type`` was read with ``layer_idx``): attribute -> its classes, in order."""
+    varying = {p for p in params if p not in _SHARED_PARAMS}
+    if not varying:
+        return {}
+
+    def reads_varying(expr: ast.AST) -> bool:
+        return any((isinstance(n, ast.Name) and n.id in varying) or
+                   (isinstance(n, ast.Attribute) and _is_self(n.value) and f"self.{n.attr}" in varying)
+                   for n in ast.walk(expr))
+
+    def built(value: ast.expr) -> Optional[str]:
+        info = _classify(value, module, params, defaults, None, read)
+        return info.cls if info.kind == "module" and "|" not in info.cls else None
+
+    out: Dict[str, List[str]] = {}
+
+    def add(attr: str, cls: Optional[str]) -> None:
+        if cls is not None and cls not in out.setdefault(attr, []):
+            out[attr].append(cls)
+
+    def stores(body: List[ast.stmt]) -> Iterable[Tuple[str, ast.expr]]:
+        for st in body:  # (this block's own statements: a nested test is visited on its own)
+            if isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None:
+                targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+                for t in targets:
+                    if isinstance(t, ast.Attribute) and _is_self(t.value):
+                        yield t.attr, st.value
+
+    for node in _statements(init.body):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Attribute) and _is_self(t.value):
+                    value = node.value
+                    if isinstance(value, ast.IfExp) and reads_varying(value.test):
+                        add(t.attr, built(value.body))
+                        add(t.attr, built(value.orelse))
+                    elif reads_varying(value):  # `self.block_type = config.layer_types[idx]`
+                        varying.add(f"self.{t.attr}")
+        elif isinstance(node, ast.If) and reads_varying(node.test):
+            for attr, value in list(stores(node.body)) + list(stores(node.orelse)):
+                add(attr, built(value))
+    return {attr: classes for attr, classes in out.items() if len(classes) > 1}
 
 
 def _returned_classes(call: ast.Call, module: ModuleInfo) -> List[str]:
