@@ -88,6 +88,19 @@ class M(torch.nn.Module):
         return x + torch.cat([p * 2 for p in pieces])  # error: SL207
 def inputs(batch):
     return torch.randn(batch, 8), torch.randn(batch, 8)
+''', '''
+import torch
+class Features:
+    pieces = None
+class M(torch.nn.Module):
+    def features(self, pixels):
+        out = Features()
+        out.pieces = torch.split(pixels, torch.ones_like(pixels[:, 0]).long().tolist())
+        return out
+    def forward(self, x):
+        found = {"image": self.features(x)}
+        y = x * 2
+        return y + torch.cat(found["image"].pieces)  # error: SL207
 ''']
 
     def on_name_use(self, site: NameUse) -> None:

@@ -1027,9 +1027,10 @@ class Walker:
         if base.is_state:
             return Value(tags=frozenset({Tag.STATE}), origin=base.origin, detail="unknown")
         item = base.stored("." + attr)
-        if item is None:
-            item = base.field(attr)
-        if item is not None:  # what the function stored there, or a model output's field
+        if item is not None:  # what the function stored there
+            return self._stored_read(node, item)
+        item = base.field(attr)
+        if item is not None:  # a model output's field
             return item
         if attr in results.SEQUENCE_OUTPUTS and isinstance(node.value, (cst.Call, cst.Name)) \
                 and not base.kinds:
@@ -1082,6 +1083,19 @@ class Walker:
                                                  break_line=self.ctx.line(cast(cst.CSTNode, self.frames.broke_at))))
         return v
 
+    def _stored_read(self, node: cst.CSTNode, item: Value) -> Value:
+        """A stored item read back: its first read after the break it crossed inside its
+        dict or output (``torch.cat(outputs["image"].pooler_output)``) is where the resumed
+        frame guards it."""
+        stmt = self.ctx.stmt
+        if isinstance(stmt, (cst.Assign, cst.AnnAssign)) and stmt.value is node:
+            return item  # only bound to a name: the name's first read is (Frames.bound)
+        where = self.frames.read_held(item)
+        if where is not None:
+            self.emit("on_name_use", api.NameUse(node, item, self.ctx, name=self.ctx.code(node),
+                                                 after_break=True, break_line=self.ctx.line(where)))
+        return item
+
     def _slice(self, el: cst.SubscriptElement) -> Tuple[Value, bool]:
         s = el.slice
         if isinstance(s, cst.Index):
@@ -1098,7 +1112,7 @@ class Walker:
             name = _literal_key(node)
             stored = container.stored(name) if name is not None else None
             if stored is not None:  # outputs["image"], stored by this function
-                return stored
+                return self._stored_read(node, stored)
         if container.record is not None and len(node.slice) == 1 and \
                 isinstance(node.slice[0].slice, cst.Index):
             key = node.slice[0].slice.value
@@ -1375,11 +1389,14 @@ class Walker:
     ev_List = ev_Tuple
 
     def ev_Dict(self, node: cst.Dict) -> Value:
-        vals = []
+        out = Value(kinds=frozenset({Kind.CONTAINER}))
         for el in node.elements:
-            for child in _sub_expressions(el):
-                vals.append(self.ev(child))
-        return Value(kinds=frozenset({Kind.CONTAINER}))
+            values = [self.ev(child) for child in _sub_expressions(el)]
+            if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString):
+                key = el.key.evaluated_value  # `{"image": feats}`: read back as stored
+                if isinstance(key, str):
+                    out = out.store(key, values[-1])
+        return out
 
     def ev_Set(self, node: cst.Set) -> Value:
         for el in node.elements:

@@ -65,10 +65,9 @@ class Frames:
         self.breaks_caller = False
         #: the statement whose call broke the graph in a callee (what it binds crossed too)
         self.returned_across: Optional[cst.CSTNode] = None
-        #: what the call that broke last returned (an input of the frame that resumes)
-        self.returned_value: Optional[Value] = None
-        #: varying lists held inside the live locals at a break (``outputs["image"]``'s
-        #: ``.pooler_output``): inputs of the resumed frames, by identity
+        #: varying lists held inside the live locals at a break, or inside what a call that
+        #: broke returned (``outputs["image"]``'s ``.pooler_output``): inputs of the resumed
+        #: frame, by identity, until their first read
         self.held_across: Dict[int, Value] = {}
         #: names holding Python numbers that crossed a graph break, until their first read
         self.crossed: Dict[str, cst.CSTNode] = {}
@@ -162,16 +161,14 @@ class Frames:
                 if name not in self.crossed:
                     self.crossed[name] = node
                     self.carriers[name] = self.carrier_names(v) if v.is_size else None
-            for item in _held(v):  # a list kept in a dict or an output, read back later
-                if item.is_varying_list:
-                    self.held_across[id(item)] = item
+            self.hold(v)
 
     def callee_broke(self, stmt: cst.CSTNode, hard: bool, returned: Value) -> None:
         """The graph broke inside a callee: this frame resumes after the call, taking what
         the call ``returned`` as an input too."""
         self.graph_break(stmt, skips_loop=hard)
         self.returned_across = self.w.ctx.stmt
-        self.returned_value = returned
+        self.hold(returned)
 
     def carrier_names(self, size: Value) -> Optional[List[set]]:
         """For each tensor ``size`` was read from, the locals bound to it now (None if one is
@@ -220,13 +217,26 @@ class Frames:
                                             v.is_size and v.varies)):
             self.crossed[name] = self.last_break  # type: ignore[assignment]
         elif self.broke_at is not None and v.is_varying_list and (
-                self.break_stmt is self.w.ctx.stmt or id(v) in self.held_across or
-                any(item is v for item in _held(self.returned_value))):
+                self.break_stmt is self.w.ctx.stmt or self.held_across.pop(id(v), None) is not None):
             # `sizes = t.tolist()` breaks the graph; the resumed frame takes the list as an
             # input and guards its length where it first reads it (a list the resumed frame
             # makes of it, `torch.split(x, sizes)`, is no input). So with a list the call
             # that broke returned inside an output (`out["image"].pooler_output`)
             self.crossed[name] = self.last_break  # type: ignore[assignment]
+
+    def hold(self, v: Value) -> None:
+        """``v`` is an input of the frame that resumes: note the varying lists it holds (a
+        list kept in a dict or an output, read back later)."""
+        for item in _held(v):
+            if item.is_varying_list:
+                self.held_across[id(item)] = item
+
+    def read_held(self, v: Value) -> Optional[cst.CSTNode]:
+        """A read of a stored item or field (``outputs["image"].pooler_output``): where the
+        break it crossed is when it is a varying list the resumed frame reads first here."""
+        if self.held_across.pop(id(v), None) is None:
+            return None
+        return self.last_break
 
     def read(self, node: cst.Name, v: Value) -> Optional[cst.CSTNode]:
         """A read of a name: where the break it crossed is when this is a frame's first read
