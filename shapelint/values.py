@@ -364,7 +364,7 @@ class Value:
             dim=dim,
             const=self.const if self.const == other.const else None,
             carriers=_join_carriers(self, other),
-            record=self.record if self.record is other.record else None,
+            record=_either_record(self, other),
             keyed=_join_keyed(self.keyed, other.keyed),
         )
 
@@ -410,6 +410,19 @@ class Value:
 
 
 UNKNOWN = Value()
+
+
+def _either_record(a: Value, b: Value) -> Optional[Tuple[Tuple[str, Value], ...]]:
+    """A model output's fields, kept when the other path gives a tuple nothing is known of
+    (``outputs.to_tuple()`` or ``decoder_outputs + encoder_outputs`` under ``return_dict=
+    False``): by position it holds the same fields (``outputs[0]``)."""
+    if a.record is b.record:
+        return a.record
+    for one, other in ((a, b), (b, a)):
+        if one.record is not None and other.record is None and other.elems is None and \
+                other.kinds == {Kind.CONTAINER}:
+            return one.record
+    return None
 
 
 def _either_dims(a: Dims, b: Dims) -> Dims:

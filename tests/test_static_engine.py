@@ -828,7 +828,8 @@ def test_a_model_output_gives_its_fields_by_position_name_and_attribute(tree):
     ``i`` is its ``i``-th field that is not None, ``outputs["x"]`` and ``outputs.x`` its field.
     So the hidden state a head masks is a tensor (BART's ``hidden_states[eos_mask, :]`` breaks
     the graph); an item after a field that may be None (the caller's flag decides) is unknown,
-    and a plain dataclass is no model output."""
+    and a plain dataclass is no model output. A model that may return ``out.to_tuple()``
+    instead (``return_dict=False``: a tuple of its fields) gives the same fields by position."""
     found = tree({"pkg/__init__.py": "", "pkg/outputs.py": """
         from dataclasses import dataclass
         from typing import Optional
@@ -858,18 +859,19 @@ def test_a_model_output_gives_its_fields_by_position_name_and_attribute(tree):
                 super().__init__()
                 self.emb = nn.Embedding(10, 8)
 
-            def forward(self, input_ids, output_hidden_states: bool = False):
+            def forward(self, input_ids, output_hidden_states: bool = False, return_dict=True):
                 h = self.emb(input_ids)
                 every = (h,) if output_hidden_states else None
-                return BaseModelOutput(last_hidden_state=h, hidden_states=every, pooled=h[:, 0])
+                out = BaseModelOutput(last_hidden_state=h, hidden_states=every, pooled=h[:, 0])
+                return out if return_dict else (h,) + ((every,) if every is not None else ())
 
         class Head(nn.Module):
             def __init__(self):
                 super().__init__()
                 self.model = Inner()
 
-            def forward(self, input_ids, every):
-                outputs = self.model(input_ids, every)
+            def forward(self, input_ids, every, return_dict: bool = True):
+                outputs = self.model(input_ids, every, return_dict)
                 mask = input_ids.eq(2)
                 a = outputs[0][mask, :]
                 b = outputs["last_hidden_state"][mask]
@@ -878,8 +880,8 @@ def test_a_model_output_gives_its_fields_by_position_name_and_attribute(tree):
                 e = Pair(a=outputs.pooled).a[mask]
                 return a.sum() + b.sum() + c.sum() + d.sum() + e.sum()
         """}, select=["SL204"])
-    assert found == [("pkg/model.py", 24, "SL204"), ("pkg/model.py", 25, "SL204"),
-                     ("pkg/model.py", 26, "SL204")], found
+    assert found == [("pkg/model.py", 25, "SL204"), ("pkg/model.py", 26, "SL204"),
+                     ("pkg/model.py", 27, "SL204")], found
 
 
 def test_exclude_globs_match_names_paths_below_the_root_and_absolute_paths(tmp_path, monkeypatch):
