@@ -1,11 +1,12 @@
-from shapelint.api import Call, Rule, scalar_read
+from shapelint.api import Call, Rule, Slice, scalar_read, tensor_bound
 
 
 class ScalarRead(Rule):
     """
     ## What it does
     Finds reads of tensor data into Python: `.item()`, `.tolist()`, `.numpy()`,
-    `int(t)`/`float(t)`, `math.*` on a tensor.
+    `int(t)`/`float(t)`, `math.*` on a tensor, and a tensor as a slice bound
+    (`x[start:start + n]`, which Python reads with `__index__`, Dynamo with `.item()`).
 
     ## Why is this bad?
     The value is unknown at trace time. By default Dynamo breaks the graph (GB0124 for
@@ -59,6 +60,13 @@ class M(torch.nn.Module):
         stats = {"peak": x.max().item()}  # error: SL202
         rows = {x.sum(-1).tolist()[0]}  # error: SL202
         return x, stats, rows
+''', '''
+import torch
+class M(torch.nn.Module):
+    def forward(self, x):
+        starts = torch.ones_like(x[:, 0]).long().cumsum(0) - 1  # where each row's patch begins
+        start = starts[0]
+        return x[0, start:start + 2] * 2  # error: SL202
 ''']
 
     def on_call(self, site: Call) -> None:
@@ -75,3 +83,10 @@ class M(torch.nn.Module):
         else:
             self.report(site, f"`{site.short_code()}` converts a tensor to a Python number; Dynamo "
                               f"breaks the graph to read it")
+
+    def on_slice(self, site: Slice) -> None:
+        bound = tensor_bound(site)  # (the walker ends the frame at the same slices: api)
+        if bound is not None:
+            self.report(site, f"`{site.short_code()}` slices with a tensor bound "
+                              f"({site.fn.describe(bound.origin)}); Dynamo reads its value with "
+                              f"Tensor.item() and breaks the graph")

@@ -34,7 +34,7 @@ __all__ = [
     "Tag", "Value", "join_dims", "tracked", "Function", "Site", "Condition", "Call", "Iteration",
     "Format", "Subscript", "Slice", "StateWrite", "BinaryOp", "NameUse", "Rule", "ReportSink",
     "graph_break_reason", "breaks_graph", "breaks_once_dynamic", "module_build", "tensor_as_size",
-    "untraceable_reason", "is_python_io", "scalar_read", "Effect", "size_function", "varying_size",
+    "untraceable_reason", "is_python_io", "scalar_read", "tensor_bound", "Effect", "size_function", "varying_size",
     "EVIDENCE_KINDS", "LOGGER_METHODS", "DISABLE_DECORATORS", "NOT_A_LITERAL",
 ]
 
@@ -546,7 +546,19 @@ def breaks_graph(hook: str, site: Site) -> bool:
         return site.value.is_sure_tensor
     if isinstance(site, Subscript):  # x[mask]: its length depends on the data
         return site.container.is_tensor and site.value.is_mask
+    if isinstance(site, Slice):  # x[start:end] with a tensor bound: read with .item()
+        return tensor_bound(site) is not None
     return False
+
+
+def tensor_bound(site: Slice) -> Optional[Value]:
+    """The bound of a tensor's slice that is itself a tensor (``x[start:start + n]`` with
+    ``start`` read from a cumsum): Dynamo reads it into Python with ``Tensor.item()``, which
+    breaks the graph (or, with capture_scalar_outputs, makes an unbacked symbol)."""
+    if not site.container.is_tensor:
+        return None
+    return next((b for b in (site.lower, site.upper, site.step)
+                 if b is not None and b.is_sure_tensor), None)
 
 
 def dynamic_output_op(site: Call) -> Optional[str]:

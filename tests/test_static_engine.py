@@ -1180,3 +1180,39 @@ def test_a_submodule_of_either_class_keeps_the_dims_both_leave_varying(tree):
     # both lines replayed (batch 1, 2, 3, 4, 8): `rows == 1` at 25, the attn type at 37
     assert ("m.py", 25, "SL104") in found, found
     assert ("m.py", 37, "SL308") in found, found
+
+
+def test_arithmetic_with_a_value_that_is_a_tensor_on_one_path_only_is_no_sure_tensor(tree):
+    """encodec's ``_pad1d``: ``extra_pad`` is 0, or a tensor when a tensor test holds, so
+    ``end = padded.shape[-1] - extra_pad`` is an int on the path torch ran (replayed, batch 1
+    to 8: line 16 broke the graph, line 21 never did). Only a sure tensor as a slice bound is
+    read with ``Tensor.item()`` (SL202)."""
+    found = tree({"m.py": """
+        import torch
+        from torch import nn
+
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.k = nn.Buffer(torch.tensor(3), persistent=False)
+
+            @staticmethod
+            def _pad1d(hidden_states, paddings, mode="reflect"):
+                length = hidden_states.shape[-1]
+                padding_left, padding_right = paddings
+                max_pad = max(padding_left, padding_right)
+                extra_pad = 0
+                if length <= max_pad:
+                    extra_pad = max_pad - length + 1
+                    hidden_states = nn.functional.pad(hidden_states, (0, extra_pad))
+                padded = nn.functional.pad(hidden_states, paddings, mode)
+                end = padded.shape[-1] - extra_pad
+                return padded[..., :end]
+
+            def forward(self, x):
+                extra = self.k - x.shape[-1] % 3
+                sure = x[0, :self.k]  # a buffer: a tensor on every path
+                return self._pad1d(x.unsqueeze(1), (self.k, extra)) * sure.sum()
+        """}, select=["SL201", "SL202"])
+    assert found == [("m.py", 16, "SL201"), ("m.py", 25, "SL202")], found

@@ -408,7 +408,7 @@ class Walker:
         journal = self.a.journal
         mark = journal.mark() if journal is not None else 0
         self.a.dispatch(hook, site)
-        if hook in ("on_call", "on_condition", "on_subscript") and \
+        if hook in ("on_call", "on_condition", "on_subscript", "on_slice") and \
                 self.flag_guards == self.inherited_flag and \
                 api.breaks_graph(hook, site):  # (a break under a setting's test may not run)
             if journal is not None:
@@ -1187,8 +1187,10 @@ class Walker:
     def _emit_slices(self, node: cst.Subscript, container: Value,
                      parts: List[Tuple[str, Optional[Value], Tuple[Optional[Value], ...]]]) -> None:
         """One ``on_slice`` per ``lower:upper:step`` of a tensor subscript, with its dim (none
-        when no enabled rule reads slices: a slice never breaks the graph)."""
-        if self.a.hooks is not None and "on_slice" not in self.a.hooks:
+        when no enabled rule reads slices and no bound is a tensor: only a tensor bound breaks
+        the graph)."""
+        if self.a.hooks is not None and "on_slice" not in self.a.hooks and not any(
+                b is not None and b.is_sure_tensor for _, _, bounds in parts for b in bounds):
             return
         dims = shapes.source_dims(shapes.dims_of(container), parts)
         for el, (kind, _, bounds), dim in zip(node.slice, parts, dims):
@@ -1283,7 +1285,11 @@ class Walker:
                     if s.is_tensor or (s.kinds and s.kinds <= NUMBERS)]
             dim = join_dims(*cast(List[DimInfo], held)) if len(held) == 2 and all(h is not None for h in held) \
                 and all(s.dim is not None for s in (left, right) if s.is_tensor) else None
-            return Value(kinds=_TENSOR, tags=tags, origin=left.origin or right.origin, dims=dims,
+            # a tensor on every path only if an operand is one: `end = n - extra` where
+            # `extra` is 0 on one path and a tensor on the other is an int there
+            kinds = _TENSOR if left.is_sure_tensor or right.is_sure_tensor else \
+                _TENSOR | ((left.kinds | right.kinds) & NUMBERS or _INT)
+            return Value(kinds=kinds, tags=tags, origin=left.origin or right.origin, dims=dims,
                          dim=dim)
         if isinstance(left.const, bool) and isinstance(operator, (cst.BitOr, cst.BitOrAssign,
                                                                   cst.BitAnd, cst.BitAndAssign)):
