@@ -1216,3 +1216,32 @@ def test_arithmetic_with_a_value_that_is_a_tensor_on_one_path_only_is_no_sure_te
                 return self._pad1d(x.unsqueeze(1), (self.k, extra)) * sure.sum()
         """}, select=["SL201", "SL202"])
     assert found == [("m.py", 16, "SL201"), ("m.py", 25, "SL202")], found
+
+
+def test_an_int_crosses_a_break_that_every_arm_of_an_if_makes(tree):
+    """Each arm calls a helper that breaks; whichever runs, the rest runs in a resumed frame
+    that takes ``rows`` as an input (replayed, batch 1 to 8: torch named ``rows == 1`` at line
+    20). ``x`` is read in the arms, before the last break, so it does not cover ``rows``."""
+    found = tree({"m.py": """
+        import torch
+        from torch import nn
+
+
+        class M(nn.Module):
+            def local(self, x):
+                print("local")
+                return x * 2
+
+            def wide(self, x):
+                print("wide")
+                return x * 3
+
+            def forward(self, x):
+                rows = x.shape[0]
+                if x.sum() > 1e9:
+                    out = self.wide(x)
+                else:
+                    out = self.local(x)
+                return out.reshape(rows, -1) + 1
+        """}, select=["SL104"])
+    assert found == [("m.py", 20, "SL104")], found

@@ -465,17 +465,22 @@ class Walker:
         elif isinstance(node, cst.Finally):
             self.suite(node.body)
 
-    def branches(self, *arms: Tuple[Optional[cst.CSTNode], Dict[str, Value], bool]) -> None:
+    def branches(self, *arms: Tuple[Optional[cst.CSTNode], Dict[str, Value], bool]) -> int:
         """Walk alternative suites from the same state (each with the names its test narrows,
-        and whether it runs only in some configurations) and join what each leaves behind."""
+        and whether it runs only in some configurations) and join what each leaves behind.
+        When every arm that reaches what follows broke the graph (whichever runs, what follows
+        runs in a resumed frame): 2 if each arm's breaks include one that makes Dynamo skip a
+        loop's frame, else 1; 0 when some arm did not break."""
         start = dict(self.env)
         joined: Optional[Dict[str, Value]] = None
         ended = 0
+        every_arm_broke = every_arm_hard = True
         for suite, narrowed, configured in arms:
             self.env = dict(start)
             self.env.update(narrowed)
             self.done = False
             self.flag_guards += configured
+            breaks, hard = self.frames.count, self.frames.hard_count
             try:
                 self.suite(suite)
             finally:
@@ -483,6 +488,8 @@ class Walker:
             if self.done:  # this arm returned or raised: nothing of it reaches what follows
                 ended += 1
                 continue
+            every_arm_broke = every_arm_broke and self.frames.count > breaks
+            every_arm_hard = every_arm_hard and self.frames.hard_count > hard
             if joined is None:
                 joined = self.env
             else:
@@ -493,6 +500,9 @@ class Walker:
                         joined[k] = v if j is None else j.merge(v)
         self.env = joined if joined is not None else start
         self.done = bool(arms) and ended == len(arms)
+        if joined is None or not every_arm_broke:
+            return 0
+        return 2 if every_arm_hard else 1
 
     def stmt(self, s: cst.CSTNode) -> None:
         self.ctx.stmt = s
@@ -588,13 +598,20 @@ class Walker:
         self.data_guards += data
         self.size_guards += size
         self.presence_guards += presence
+        every_arm_broke = 0
         try:
             if arms:
-                self.branches(*arms)
+                every_arm_broke = self.branches(*arms)
         finally:
             self.data_guards -= data
             self.size_guards -= size
             self.presence_guards -= presence
+        if every_arm_broke and (data or size or presence) and len(arms) == 2:
+            # each arm's break may not run, but one of them does: what follows the `if` runs
+            # in a resumed frame that takes the live ints again (longformer: `seq_len` after
+            # `if is_global_attn: ... else: ...`, both arms calling a helper that breaks)
+            self.frames.graph_break(cast(cst.CSTNode, self.frames.last_break),
+                                    skips_loop=every_arm_broke == 2)
         if body_raises != else_raises:  # a validation check: what it checked holds from here
             self.learn(s.test, holds=else_raises)
 

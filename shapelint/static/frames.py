@@ -53,6 +53,10 @@ class Frames:
         #: where the graph first broke in this function (None: it did not), and last
         self.broke_at: Optional[cst.CSTNode] = None
         self.last_break: Optional[cst.CSTNode] = None
+        #: how many breaks the walk has met, and how many of them would make Dynamo skip a
+        #: loop's frame (an arm of an ``if`` that broke counts one more)
+        self.count = 0
+        self.hard_count = 0
         #: the statement the last break is in
         self.break_stmt: Optional[cst.CSTNode] = None
         #: a break here happens whatever the sizes (not only once they are dynamic)
@@ -119,6 +123,8 @@ class Frames:
         first = self.broke_at is None
         if first:
             self.broke_at = node
+        self.count += 1
+        self.hard_count += skips_loop
         self.last_break = node
         self.break_stmt = w.ctx.stmt
         # a break under a test of whether an optional input was given runs on the calls that
@@ -158,9 +164,10 @@ class Frames:
         # first read of each (longformer: seq_len after each of two breaks, lines 828/847)
         for name, v in w.env.items():
             if (v.is_size and v.varies) or (Tag.DATA in v.tags and not v.is_tensor):
-                if name not in self.crossed:
-                    self.crossed[name] = node
-                    self.carriers[name] = self.carrier_names(v) if v.is_size else None
+                # (one not read since an earlier break is an input of this frame now: the
+                # frame in between never read it)
+                self.crossed[name] = node
+                self.carriers[name] = self.carrier_names(v) if v.is_size else None
             self.hold(v)
 
     def callee_broke(self, stmt: cst.CSTNode, hard: bool, returned: Value) -> None:
