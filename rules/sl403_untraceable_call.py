@@ -6,8 +6,9 @@ class UntraceableCall(Rule):
     ## What it does
     Finds calls inside a compiled region that Dynamo cannot put in a graph: recurrent modules
     (`nn.LSTM`, `nn.GRU`, `nn.RNN`), the `torch.backends.cudnn.flags` context manager,
-    `torch.cuda.synchronize`, debugger and sleep calls, and `torch._check_tensor_all`, which
-    reads its condition back into Python.
+    `torch.cuda.synchronize`, debugger and sleep calls, `torch._check_tensor_all`, which
+    reads its condition back into Python, and numpy's random generator (`np.random.*`: the
+    rest of numpy is traced through `torch._numpy`).
 
     ## Why is this bad?
     Dynamo ends the graph before the call, runs it eagerly and starts a new graph after it, on

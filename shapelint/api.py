@@ -477,6 +477,8 @@ def untraceable_reason(site: Call) -> Optional[str]:
     callee = site.callee or ""
     if callee in dynamo.UNSUPPORTED_CALLS:
         return f"Dynamo cannot trace `{callee}`"
+    if callee.startswith(dynamo.UNSUPPORTED_PREFIXES):
+        return f"Dynamo cannot trace `{callee}` (numpy's random generator)"
     last = site.module_class.rsplit(".", 1)[-1]
     if last in dynamo.GRAPH_BREAK_MODULES and site.module_class.startswith("torch.nn"):
         return f"`{last}` (a recurrent module) is not traced into the graph"

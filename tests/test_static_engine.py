@@ -1245,3 +1245,23 @@ def test_an_int_crosses_a_break_that_every_arm_of_an_if_makes(tree):
                 return out.reshape(rows, -1) + 1
         """}, select=["SL104"])
     assert found == [("m.py", 20, "SL104")], found
+
+
+def test_numpy_random_breaks_the_graph_the_rest_of_numpy_is_traced(tree):
+    """Dynamo traces numpy through torch._numpy, but not its random generator (replayed with
+    numpy installed, torch 2.13: `np.random.uniform(0, 1)` broke the graph with "Data dependent
+    operator", `np.random.permutation(4)` with "numpy function unsupported by PyTorch")."""
+    found = tree({"m.py": """
+        import numpy as np
+        import torch
+        from torch import nn
+
+
+        class M(nn.Module):
+            def forward(self, x):
+                p = np.random.uniform(0, 1)
+                y = x * np.float32(2.0)
+                perm = np.random.permutation(4)
+                return y + p + torch.from_numpy(perm).sum()
+        """}, select=["SL403"])
+    assert found == [("m.py", 8, "SL403"), ("m.py", 10, "SL403")], found

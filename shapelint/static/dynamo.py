@@ -275,6 +275,11 @@ UNSUPPORTED_CALLS = frozenset({"torch.backends.cudnn.flags", "torch.backends.cud
                                "torch.cuda.synchronize", "torch.cuda.empty_cache",
                                "pdb.set_trace", "breakpoint", "time.sleep",
                                "torch._check_tensor_all"})
+#: modules whose every call breaks the graph: numpy's random generator (measured on torch
+#: 2.13 with numpy installed: `np.random.uniform(0, 1)` "Data dependent operator",
+#: `np.random.permutation(4)` "numpy function unsupported by PyTorch"; the rest of numpy is
+#: traced through torch._numpy)
+UNSUPPORTED_PREFIXES = ("numpy.random.",)
 #: torch.nn classes that are not modules (building them in forward is plain tensor work)
 NOT_MODULES = frozenset({"torch.nn.Parameter", "torch.nn.Buffer", "torch.nn.parameter.Parameter"})
 #: torch.nn modules without parameters: Dynamo builds them in forward without a break
