@@ -1265,3 +1265,52 @@ def test_numpy_random_breaks_the_graph_the_rest_of_numpy_is_traced(tree):
                 return y + p + torch.from_numpy(perm).sum()
         """}, select=["SL403"])
     assert found == [("m.py", 8, "SL403"), ("m.py", 10, "SL403")], found
+
+
+def test_blocks_appended_by_a_local_name_are_the_containers_items(tree):
+    """``block = Block(i); self.blocks.append(block)`` and a ``Sequential`` subclass's own
+    ``self.append(block)``: the container holds Blocks, built several times, so a per-layer
+    attribute read after a break recompiles per layer (SL303's INVALID example, built this
+    way)."""
+    block = """
+        import torch
+        from torch import nn
+
+        class Block(nn.Module):
+            def __init__(self, layer_idx: int):
+                super().__init__()
+                self.layer_idx = layer_idx
+
+            def forward(self, x):
+                gain = x.abs().mean().item()
+                if self.layer_idx % 2 == 0:
+                    return x * 2
+                return x * gain
+        """
+    found = tree({"m.py": block + """
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.blocks = nn.ModuleList()
+                for i in range(4):
+                    block = Block(i)
+                    self.blocks.append(block)
+
+            def forward(self, x):
+                for blk in self.blocks:
+                    x = blk(x)
+                return x
+        """, "s.py": block + """
+        class Stage(nn.Sequential):
+            def __init__(self):
+                super().__init__()
+                for i in range(4):
+                    block = Block(i)
+                    self.append(block)
+
+            def forward(self, x):
+                for blk in self:
+                    x = blk(x)
+                return x
+        """}, select=["SL303"])
+    assert sorted(found) == [("m.py", 11, "SL303"), ("s.py", 11, "SL303")], found

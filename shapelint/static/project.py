@@ -814,14 +814,16 @@ SELF_ITEMS = "[items]"
 
 
 def _added_to_self(node: ast.stmt) -> Optional[Tuple[str, List[ast.expr]]]:
-    """``self.add_module(name, m)`` / ``self.append(m)``: (SELF_ITEMS, [m])."""
+    """``self.add_module(name, m)``, ``self.append(m)`` (``extend``, ``insert``): (SELF_ITEMS,
+    what it adds, as :func:`_growth` gives it)."""
     if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and \
             isinstance(node.value.func, ast.Attribute) and _is_self(node.value.func.value):
         call, method = node.value, node.value.func.attr
         if method in ("add_module", "register_module") and len(call.args) == 2:
-            return SELF_ITEMS, [call.args[1]]
-        if method == "append" and len(call.args) == 1:
-            return SELF_ITEMS, [call.args[0]]
+            return SELF_ITEMS, [ast.List(elts=[call.args[1]])]
+    grown = _growth(node)
+    if grown is not None and _is_self(grown[0]) and isinstance(node, ast.Expr):
+        return SELF_ITEMS, grown[1]
     return None
 
 
@@ -868,7 +870,10 @@ def _module_items(args: List[ast.expr],
         if isinstance(arg, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
             out.append(arg.elt)
         elif isinstance(arg, (ast.List, ast.Tuple, ast.Set)):
-            out.extend(arg.elts)
+            # `[block]` of a local `block = Block()`: what the name holds
+            out.extend(held for elt in arg.elts for held in (
+                local_items[elt.id] if isinstance(elt, ast.Name) and local_items and
+                elt.id in local_items else [elt]))
         elif isinstance(arg, ast.Dict):
             out.extend(v for v in arg.values if v is not None)
         elif isinstance(arg, ast.DictComp):
