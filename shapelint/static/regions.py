@@ -81,6 +81,8 @@ class Regions:
         self.containment: nx.DiGraph = nx.DiGraph()
         self._marks: Optional[Dict[str, Dict[int, Dim]]] = None
         self._targets: Optional[TargetDims] = None
+        #: the names each helper body refers to (see ``_through_helpers``), by (body, looped)
+        self._helper_names: Dict[Tuple[int, bool], List[Tuple[str, bool]]] = {}
 
     # -- entries ----------------------------------------------------------------------------------
     def entries(self) -> List[FunctionInfo]:
@@ -191,8 +193,11 @@ class Regions:
                 if id(body) in seen:
                     continue
                 seen.add(id(body))
-                found: List[Tuple[str, bool]] = []
-                _referenced(body.body, looped, found)  # type: ignore[attr-defined]
+                key = (id(body), looped)
+                found = self._helper_names.get(key)  # (one helper serves many classes)
+                if found is None:
+                    found = self._helper_names[key] = []
+                    _referenced(body.body, looped, found)  # type: ignore[attr-defined]
                 # a name resolved in the helper's own module, reported relative to ``mod``
                 for n, lp in found:
                     qual = home.resolve(n) if n.lstrip("_")[:1].isalpha() else ""
@@ -353,12 +358,11 @@ def _referenced(node, looped: bool, out: List[Tuple[str, bool]]) -> None:
     """Names called or passed to a call under ``node`` (not in isinstance/issubclass), chosen
     as a fallback (``layer or Default``, ``A if flag else B``: the class a builder is then
     handed) or returned (by a helper that picks the class), each with whether it sits in a
-    loop or a comprehension."""
+    loop or a comprehension. It visits every node of every ``__init__`` and helper of a tree:
+    the children come from each type's own fields (no ``ctx``, no generator)."""
     if isinstance(node, list):
         for n in node:
             _referenced(n, looped, out)
-        return
-    if not isinstance(node, ast.AST):
         return
     if isinstance(node, ast.Call):
         fname = ast_dotted(node.func) or ""
@@ -374,8 +378,25 @@ def _referenced(node, looped: bool, out: List[Tuple[str, bool]]) -> None:
         # a helper that picks the class (`return BlockESE`): its caller builds it
         out.append((ast_dotted(node.value) or "", looped))
     inner = looped or isinstance(node, _LOOPS)
-    for child in ast.iter_child_nodes(node):
-        _referenced(child, inner, out)
+    for field in _child_fields(type(node)):
+        child = getattr(node, field, None)
+        if isinstance(child, list):
+            for c in child:
+                if isinstance(c, ast.AST):
+                    _referenced(c, inner, out)
+        elif isinstance(child, ast.AST):
+            _referenced(child, inner, out)
+
+
+_FIELDS: Dict[type, Tuple[str, ...]] = {}
+
+
+def _child_fields(cls: type) -> Tuple[str, ...]:
+    """The fields of an ast node type that may hold nodes (all but ``ctx``)."""
+    fields = _FIELDS.get(cls)
+    if fields is None:
+        fields = _FIELDS[cls] = tuple(f for f in getattr(cls, "_fields", ()) if f != "ctx")
+    return fields
 
 
 def _is_none(node: Optional[cst.BaseExpression]) -> bool:
