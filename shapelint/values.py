@@ -43,6 +43,11 @@ class Kind(enum.Enum):
     CONTAINER = "container"  # a list/dict/tuple/set of Python values
     OBJECT = "object"  # another known non-tensor: a cache object, a config, a dtype, a device
 
+    # members are singletons compared by identity: hash them by identity too (C, not Enum's
+    # Python-level hash of the name: every `Kind.TENSOR in v.kinds` hashes one, millions of
+    # times a check)
+    __hash__ = object.__hash__
+
 
 class Tag(enum.Enum):
     """Where a value came from."""
@@ -56,6 +61,8 @@ class Tag(enum.Enum):
     #: module state that differs between the instances of a module class built several times
     #: (``self.layer_idx = layer_idx`` in a block of a ModuleList)
     INSTANCE = "instance"
+
+    __hash__ = object.__hash__  # (as Kind's)
 
 
 #: the Python number kinds
