@@ -331,10 +331,15 @@ def _is_self_attr(node: cst.CSTNode) -> bool:
 def _literal_key(node: cst.Subscript) -> Optional[str]:
     """The string literal of ``d["key"]``, None for any other subscript."""
     if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
-        key = node.slice[0].slice.value
-        if isinstance(key, cst.SimpleString):
-            text = key.evaluated_value
-            return text if isinstance(text, str) else None
+        return _string_literal(node.slice[0].slice.value)
+    return None
+
+
+def _string_literal(node: Optional[cst.BaseExpression]) -> Optional[str]:
+    """The text of a plain string literal (``"image"``), None for anything else."""
+    if isinstance(node, cst.SimpleString):
+        text = node.evaluated_value
+        return text if isinstance(text, str) else None
     return None
 
 
@@ -1415,10 +1420,9 @@ class Walker:
         out = Value(kinds=frozenset({Kind.CONTAINER}))
         for el in node.elements:
             values = [self.ev(child) for child in _sub_expressions(el)]
-            if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString):
-                key = el.key.evaluated_value  # `{"image": feats}`: read back as stored
-                if isinstance(key, str):
-                    out = out.store(key, values[-1])
+            key = _string_literal(el.key) if isinstance(el, cst.DictElement) else None
+            if key is not None:  # `{"image": feats}`: read back as stored
+                out = out.store(key, values[-1])
         return out
 
     def ev_Set(self, node: cst.Set) -> Value:

@@ -669,20 +669,27 @@ def _init_attrs(init: FunctionNode, module: ModuleInfo) -> Dict[str, AttrInfo]:
             if fname.endswith(("register_buffer", "register_parameter")) and node.args and \
                     isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
                 attrs[node.args[0].value] = AttrInfo("tensor")
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for t in targets:
-                if isinstance(t, ast.Attribute) and _is_self(t.value):
-                    known = attrs.get(t.attr)
-                    if known is None or known.kind in ("none", "other"):
-                        new = _classify(node.value, module, params, defaults, local_items, read)
-                        if known is None or new.kind not in ("none", "other"):
-                            attrs[t.attr] = new
+        else:
+            for attr, value in _self_stores(node):
+                known = attrs.get(attr)
+                if known is None or known.kind in ("none", "other"):
+                    new = _classify(value, module, params, defaults, local_items, read)
+                    if known is None or new.kind not in ("none", "other"):
+                        attrs[attr] = new
     for attr, classes in _classes_per_instance(init, module, params, defaults, read).items():
         chosen = AttrInfo("module", "|".join(classes))
         chosen.per_instance = True
         attrs[attr] = chosen
     return attrs
+
+
+def _self_stores(node: ast.AST) -> List[Tuple[str, ast.expr]]:
+    """``self.<attr> = value`` (or annotated): each (attr, value) the statement stores."""
+    if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+        return []
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    return [(t.attr, node.value) for t in targets
+            if isinstance(t, ast.Attribute) and _is_self(t.value)]
 
 
 #: ``__init__`` parameters every instance of a model's blocks shares (the model's config)
@@ -715,27 +722,17 @@ def _classes_per_instance(init: FunctionNode, module: ModuleInfo, params: Dict[s
         if cls is not None and cls not in out.setdefault(attr, []):
             out[attr].append(cls)
 
-    def stores(body: List[ast.stmt]) -> Iterable[Tuple[str, ast.expr]]:
-        for st in body:  # (this block's own statements: a nested test is visited on its own)
-            if isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None:
-                targets = st.targets if isinstance(st, ast.Assign) else [st.target]
-                for t in targets:
-                    if isinstance(t, ast.Attribute) and _is_self(t.value):
-                        yield t.attr, st.value
-
     for node in _statements(init.body):
-        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for t in targets:
-                if isinstance(t, ast.Attribute) and _is_self(t.value):
-                    value = node.value
-                    if isinstance(value, ast.IfExp) and reads_varying(value.test):
-                        add(t.attr, built(value.body))
-                        add(t.attr, built(value.orelse))
-                    elif reads_varying(value):  # `self.block_type = config.layer_types[idx]`
-                        varying.add(f"self.{t.attr}")
-        elif isinstance(node, ast.If) and reads_varying(node.test):
-            for attr, value in list(stores(node.body)) + list(stores(node.orelse)):
+        for attr, value in _self_stores(node):
+            if isinstance(value, ast.IfExp) and reads_varying(value.test):
+                add(attr, built(value.body))
+                add(attr, built(value.orelse))
+            elif reads_varying(value):  # `self.block_type = config.layer_types[idx]`
+                varying.add(f"self.{attr}")
+        if isinstance(node, ast.If) and reads_varying(node.test):
+            # (this block's own statements: a nested test is visited on its own)
+            for attr, value in [store for st in node.body + node.orelse
+                                for store in _self_stores(st)]:
                 add(attr, built(value))
     return {attr: classes for attr, classes in out.items() if len(classes) > 1}
 

@@ -195,12 +195,22 @@ def torch_result(name: str, short: str, args: Args, kwargs: Kwargs, origin: Orig
     return Value(kinds=kinds), bound
 
 
-def _tensor_repeats(args: Args, kwargs: Kwargs, bound: Dict[str, Value], is_method: bool) -> bool:
-    """``repeat_interleave`` given a tensor of repeats: its length is their sum."""
-    given = bound.get("repeats", kwargs.get("repeats"))
+def _second_argument(names: Sequence[str], args: Args, kwargs: Kwargs,
+                     bound: Dict[str, Value], is_method: bool) -> Optional[Value]:
+    """The argument after the tensor (``x.split(sizes)``, ``torch.split(x, sizes)``), found
+    by any of its parameter ``names`` when given by keyword or bound by the overload."""
+    given = next((bound[k] for k in names if k in bound), None)
+    if given is None:
+        given = next((kwargs[k] for k in names if k in kwargs), None)
     if given is None:
         rest = args if is_method else args[1:]
         given = rest[0] if rest else None
+    return given
+
+
+def _tensor_repeats(args: Args, kwargs: Kwargs, bound: Dict[str, Value], is_method: bool) -> bool:
+    """``repeat_interleave`` given a tensor of repeats: its length is their sum."""
+    given = _second_argument(("repeats",), args, kwargs, bound, is_method)
     return given is not None and given.is_tensor
 
 
@@ -218,12 +228,7 @@ def _split_sections(short: str, args: Args, kwargs: Kwargs, bound: Dict[str, Val
     as it has items, so their count varies as its length does."""
     if short not in SPLITS:
         return None
-    given = next((bound[k] for k in SECTIONS if k in bound), None)
-    if given is None:
-        given = next((kwargs[k] for k in SECTIONS if k in kwargs), None)
-    if given is None:
-        rest = args if is_method else args[1:]
-        given = rest[0] if rest else None
+    given = _second_argument(SECTIONS, args, kwargs, bound, is_method)
     return given if given is not None and given.is_varying_list else None
 
 
