@@ -48,6 +48,28 @@ class M(torch.nn.Module):
 ''']
     INVALID = ['''
 import torch
+from torch import nn
+class Attention(nn.Module):
+    def forward(self, x, cu_seqlens=None, scale=1.0):
+        lengths = cu_seqlens[1:] - cu_seqlens[:-1]
+        splits = [torch.split(t, lengths.tolist()) for t in (x, x * scale)]
+        outs = [
+            a + b
+            for a, b in zip(*splits)  # error: SL207
+        ]
+        return torch.cat(outs)
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn = Attention()
+    def forward(self, x, grid):
+        cu_seqlens = torch.nn.functional.pad(grid[:, 0].cumsum(0), (1, 0))  # one per image
+        attn_kwargs = {"cu_seqlens": cu_seqlens, "scale": 2.0}
+        return self.attn(x, **attn_kwargs)  # the keyword travels inside the dict
+def inputs(batch):
+    return torch.randn(batch, 8), torch.ones(batch, 3, dtype=torch.long)
+''', '''
+import torch
 class M(torch.nn.Module):
     def forward(self, x):
         sizes = torch.ones_like(x[:, 0]).long().tolist()
@@ -107,7 +129,7 @@ class M(torch.nn.Module):
         if site.after_break and not site.passthrough and site.value.is_varying_list:
             dim = site.value.dim
             rows = dim.label if dim is not None and dim.label else "a dim that varies"
-            self.report(site, node=site.near,
+            self.report(site,  # the read's own line: Dynamo guards the list where it loads it
                         message=f"`{site.name}` has a length read from tensor data "
                                 f"({site.fn.describe(site.value.origin)}): one item per row of "
                                 f"{rows}; the graph break at line {site.break_line} hands it to "

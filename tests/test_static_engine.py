@@ -1314,3 +1314,73 @@ def test_blocks_appended_by_a_local_name_are_the_containers_items(tree):
                 return x
         """}, select=["SL303"])
     assert sorted(found) == [("m.py", 11, "SL303"), ("s.py", 11, "SL303")], found
+
+
+def test_keywords_travel_inside_a_splatted_dict(tmp_path):
+    """``f(**attn_kwargs)`` passes the items a dict display stored under literal keys, a
+    ``{**kwargs, ...}`` display keeps them, and a ``**kwargs`` parameter hands them on: the
+    varying length of the list cut from ``cu_seqlens`` reaches the attention through all three
+    (Qwen-VL style vision encoders pass ``cu_seqlens`` this way). Without the dict, nothing
+    varies, so nothing is reported."""
+    body = '''
+        import torch
+        from torch import nn
+
+        class Attention(nn.Module):
+            def forward(self, x, cu_seqlens=None):
+                lengths = cu_seqlens[1:] - cu_seqlens[:-1]
+                splits = [torch.split(t, lengths.tolist()) for t in (x, x * 2)]
+                return torch.cat([a + b for a, b in zip(*splits)])
+
+        class Layer(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.attn = Attention()
+            def forward(self, x, **kwargs):
+                return self.attn(x, **kwargs)
+
+        class Encoder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.layer = Layer()
+            def forward(self, x, grid):
+                cu_seqlens = torch.nn.functional.pad(grid[:, 0].cumsum(0), (1, 0))
+                {passing}
+    '''
+    passing = {
+        "splat": 'kw = {"cu_seqlens": cu_seqlens}\n                return self.layer(x, **kw)',
+        "display": 'base = {"cu_seqlens": cu_seqlens}\n'
+                   '                return self.layer(x, **{**base, "scale": 1})',
+        "fixed": 'kw = {"cu_seqlens": torch.arange(3)}\n                return self.layer(x, **kw)',
+    }
+    lines = {}
+    for name, text in passing.items():
+        root = tmp_path / name
+        write_tree(root, {"m.py": body.replace("{passing}", text)})
+        result = check_tree(root, select=["SL207"])
+        lines[name] = [f.line for f in result.findings]
+    assert lines == {"splat": [8], "display": [8], "fixed": []}
+
+
+def test_pieces_split_after_the_break_get_no_length_guard(tmp_path):
+    """``parts = torch.split(x, t.tolist())`` breaks inside the statement: the resumed frame
+    makes the pieces, so they are no input and torch guards no length at their use (measured:
+    it blames only the split's line, which SL202 reports). A list the break itself hands over
+    is an input, guarded at its first use (a comprehension's: SL207's INVALID examples)."""
+    body = '''
+        import torch
+
+        @torch.compile
+        def f(x):
+            counts = torch.ones_like(x[:, 0]).long()
+            {cut}
+            return torch.cat([p * 2 for p in parts])
+    '''
+    cuts = {"in the statement": "parts = torch.split(x, counts.tolist())",
+            "the break's own list": "parts = counts.tolist()"}
+    lines = {}
+    for name, cut in cuts.items():
+        root = tmp_path / name.replace(" ", "_").replace("'", "")
+        write_tree(root, {"m.py": body.replace("{cut}", cut)})
+        lines[name] = [f.line for f in check_tree(root, select=["SL207"]).findings]
+    assert lines == {"in the statement": [], "the break's own list": [7]}

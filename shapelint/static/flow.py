@@ -1423,6 +1423,9 @@ class Walker:
             key = _string_literal(el.key) if isinstance(el, cst.DictElement) else None
             if key is not None:  # `{"image": feats}`: read back as stored
                 out = out.store(key, values[-1])
+            elif isinstance(el, cst.StarredDictElement):  # `{**kwargs}`: its known items
+                for k, item in values[-1].keyed or ():
+                    out = out.store(k, item)
         return out
 
     def ev_Set(self, node: cst.Set) -> Value:
@@ -1542,7 +1545,9 @@ class Walker:
                     else:
                         starred = True
                     continue
-                if a.star == "**":
+                if a.star == "**":  # `f(**attn_kwargs)`: the items stored under literal keys
+                    for k, item in v.keyed or ():
+                        kw.setdefault(k, item)
                     continue
                 if a.keyword is not None:
                     kw[a.keyword.value] = v
@@ -1572,7 +1577,8 @@ class Walker:
             nodes = dict(zip(params, positional))
             for k, v in kw.items():
                 names[k] = v
-                nodes[k] = keywords[k]
+                if k in keywords:  # not one a `**dict` passed
+                    nodes[k] = keywords[k]
             return names, nodes, {}
         name = None
         if callee.kind == "method" and callee.receiver is not None and callee.receiver.is_tensor:
@@ -1676,8 +1682,10 @@ class Walker:
             bound[sig.star] = Value(kinds=frozenset({Kind.TENSORS}) if extra and
                                     all(e.is_tensor for e in extra) else frozenset({Kind.CONTAINER}),
                                     elems=extra)
-        if sig.star_kw is not None and extra_kw and all(v.is_tensor for v in extra_kw.values()):
-            bound[sig.star_kw] = Value(kinds=frozenset({Kind.TENSOR_DICT}))
+        if sig.star_kw is not None and extra_kw:  # `**kwargs`: the keywords, to pass on
+            tensors = all(v.is_tensor for v in extra_kw.values())
+            bound[sig.star_kw] = Value(kinds=frozenset({Kind.TENSOR_DICT}) if tensors else
+                                       frozenset(), keyed=tuple(extra_kw.items()))
         for name in list(params) + list(sig.kwonly):  # what the caller left to the default
             if name not in bound and name in sig.defaults:
                 bound[name] = sig.defaults[name]

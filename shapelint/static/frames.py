@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
 #: it skips that function's frame, while the enclosing frame breaks at the comprehension and
 #: resumes after it (Dynamo inlines the call and breaks at it, as for any callee)
 COMPREHENSION_FRAMES = sys.version_info < (3, 12)
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
 
 class Frames:
@@ -224,12 +225,26 @@ class Frames:
                                             v.is_size and v.varies)):
             self.crossed[name] = self.last_break  # type: ignore[assignment]
         elif self.broke_at is not None and v.is_varying_list and (
-                self.break_stmt is self.w.ctx.stmt or self.held_across.pop(id(v), None) is not None):
+                (self.break_stmt is self.w.ctx.stmt and self._handed_over(self.w.ctx.stmt))
+                or self.held_across.pop(id(v), None) is not None):
             # `sizes = t.tolist()` breaks the graph; the resumed frame takes the list as an
             # input and guards its length where it first reads it (a list the resumed frame
             # makes of it, `torch.split(x, sizes)`, is no input). So with a list the call
             # that broke returned inside an output (`out["image"].pooler_output`)
             self.crossed[name] = self.last_break  # type: ignore[assignment]
+
+    def _handed_over(self, stmt: cst.CSTNode) -> bool:
+        """``stmt``, the statement that broke, assigns what the break itself hands the resumed
+        frame: the breaking call's result, a callee's that broke, or a comprehension's (a frame
+        of its own before Python 3.12). Not a value the resumed frame computes from it:
+        ``parts = torch.split(x, t.tolist())`` splits in the resumed frame, where the pieces
+        are no input and get no length guard (measured: only the split's line is blamed)."""
+        value = getattr(stmt, "value", None)
+        brk = self.last_break
+        if value is None or brk is None or value is brk or (
+                COMPREHENSION_FRAMES and isinstance(value, _COMPREHENSIONS)):
+            return True
+        return not _contains(value, brk)
 
     def hold(self, v: Value) -> None:
         """``v`` is an input of the frame that resumes: note the varying lists it holds (a
@@ -335,3 +350,14 @@ def _names_in(tree: ast.AST) -> List[Tuple[str, int]]:
     reporting it). Read from the function's ``ast``: lines come with it, where a libcst node's
     line costs a position lookup."""
     return [(n.id, n.lineno) for n in ast.walk(tree) if isinstance(n, ast.Name)]
+
+
+def _contains(root: cst.CSTNode, node: cst.CSTNode) -> bool:
+    """Whether ``node`` is ``root`` or lies inside it."""
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n is node:
+            return True
+        stack.extend(n.children)
+    return False

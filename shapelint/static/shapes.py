@@ -656,6 +656,9 @@ def function_dims(name: str, args: Args, kwargs: Kwargs) -> Optional[Dims]:
         return None
     if args and args[0].is_tensor:  # torch.f(x, ...) as x.f(...)
         return method_dims(name, args[0], args[1:], kwargs)
+    given = kwargs.get("input")
+    if given is not None and given.is_tensor:  # torch.f(input=x, ...) alike
+        return method_dims(name, given, args, {k: v for k, v in kwargs.items() if k != "input"})
     return None
 
 
