@@ -233,7 +233,7 @@ class Frames:
             # that broke returned inside an output (`out["image"].pooler_output`)
             self.crossed[name] = self.last_break  # type: ignore[assignment]
 
-    def _handed_over(self, stmt: cst.CSTNode) -> bool:
+    def _handed_over(self, stmt: Optional[cst.CSTNode]) -> bool:
         """``stmt``, the statement that broke, assigns what the break itself hands the resumed
         frame: the breaking call's result, a callee's that broke, or a comprehension's (a frame
         of its own before Python 3.12). Not a value the resumed frame computes from it:
