@@ -231,7 +231,7 @@ class Origin:
 
 Fact = Union[Kind, Tag]
 #: Python sequences: a list or tuple of anything, one of tensors
-_SEQUENCES = frozenset({Kind.CONTAINER, Kind.TENSORS})
+SEQUENCES = _SEQUENCES = frozenset({Kind.CONTAINER, Kind.TENSORS})
 _EMPTY: FrozenSet = frozenset()
 
 

@@ -1384,3 +1384,35 @@ def test_pieces_split_after_the_break_get_no_length_guard(tmp_path):
         write_tree(root, {"m.py": body.replace("{cut}", cut)})
         lines[name] = [f.line for f in check_tree(root, select=["SL207"]).findings]
     assert lines == {"in the statement": [], "the break's own list": [7]}
+
+
+def test_a_list_grown_once_per_row_is_as_long_as_the_batch(tmp_path):
+    """``deltas.append(...)`` in ``for ... in enumerate(ids)`` grows the list once per row:
+    ``torch.tensor(deltas)`` has the batch as dim 0, so storing it on the module (read first)
+    is SL307's hazard, as in the Qwen-VL ``get_rope_index`` (torch names the store there:
+    ``tensor 'self.rope_deltas' size mismatch at index 0``, the zoo's VL records). A loop
+    over a list of fixed length grows nothing that varies."""
+    body = '''
+        import torch
+
+        class M(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.rope_deltas = None
+            def rope_index(self, ids):
+                deltas = []
+                for i, row in {loop}:
+                    deltas.append(row.max() + 1)
+                return torch.tensor(deltas).unsqueeze(1)
+            def forward(self, ids, past_length=0):
+                if self.rope_deltas is None or past_length == 0:
+                    self.rope_deltas = self.rope_index(ids)
+                return ids + self.rope_deltas
+    '''
+    loops = {"per row": "enumerate(ids)", "fixed": "enumerate([ids[0], ids[1]])"}
+    lines = {}
+    for name, loop in loops.items():
+        root = tmp_path / name.replace(" ", "_")
+        write_tree(root, {"m.py": body.replace("{loop}", loop)})
+        lines[name] = [f.line for f in check_tree(root, select=["SL307"]).findings]
+    assert lines == {"per row": [14], "fixed": []}

@@ -28,7 +28,7 @@ from shapelint.static.project import (SELF_ITEMS, ClassInfo, FunctionInfo, Modul
                                       default_pairs, dotted as _dotted)
 from shapelint.static.regions import Regions
 from shapelint.static.types import ast_literal, ast_param_kinds, kinds_of_ast_annotation, literal
-from shapelint.values import (CONST_DIM, NUMBERS, UNKNOWN, BuiltItems, Dim, DimInfo, Dims, Kind, Origin, Tag,
+from shapelint.values import (CONST_DIM, NUMBERS, SEQUENCES, UNKNOWN, BuiltItems, Dim, DimInfo, Dims, Kind, Origin, Tag,
                               Value, join_dims, tracked)
 
 MAX_DEPTH = 12
@@ -401,6 +401,8 @@ class Walker:
         #: how many loops (and comprehensions, also counted alone) enclose the statement walked
         self.loops = 0
         self.comprehensions = 0
+        #: per enclosing ``for`` loop, how many times it runs, as a dim (None: unknown)
+        self.loop_lengths: List[Optional[DimInfo]] = []
         #: where the graph broke, and the ints each break hands to a resume frame
         self.frames = Frames(self, args, own_frame)
 
@@ -538,12 +540,14 @@ class Walker:
                 it = self.ev(s.iter)
                 self.emit("on_iteration", api.Iteration(s.iter, it, self.ctx))
                 self.loops += 1
+                self.loop_lengths.append(_iterations(it))
                 try:
                     for _ in range(2):
                         self.bind(s.target, self.elem(it))
                         self.branches((s.body, {}, False), (None, {}, False))
                 finally:
                     self.loops -= 1
+                    self.loop_lengths.pop()
                 self.suite(s.orelse)
             elif isinstance(s, cst.With):
                 for item in s.items:
@@ -1497,7 +1501,21 @@ class Walker:
                         bound_nodes=bound_nodes, param_kinds=param_kinds,
                         graph_inputs=self._graph_inputs_among(bound.values()))
         self.emit("on_call", site)
+        if self.loop_lengths and isinstance(node.func, cst.Attribute) and \
+                node.func.attr.value in ("append", "insert") and isinstance(node.func.value, cst.Name):
+            self._grow(node.func.value.value)
         return self._result(node, callee, pos, kw, bound)
+
+    def _grow(self, name: str) -> None:
+        """``items.append(...)`` in a loop that runs once per row of a varying dim (``for i,
+        ids in enumerate(input_ids):``): the list is as long as that dim (then
+        ``torch.tensor(items)`` has it as dim 0, Qwen-VL's per-sample ``rope_deltas``)."""
+        current = self.env.get(name)
+        if current is None or not current.kinds or not current.kinds <= SEQUENCES:
+            return
+        varying = [d for d in self.loop_lengths if d is not None and d.state is Dim.VARY]
+        if varying:
+            self.env[name] = current.with_(dim=varying[0], elems=None)
 
     def _graph_inputs_among(self, values) -> frozenset:
         known = self.a.graph_inputs
@@ -1938,3 +1956,19 @@ def _sub_expressions(node: cst.CSTNode) -> List[cst.BaseExpression]:
 
 def _is_disabled(fn: FunctionInfo) -> bool:
     return any(d in api.DISABLE_DECORATORS for d in fn.decorators)
+
+
+def _iterations(it: Value) -> Optional[DimInfo]:
+    """How many times ``for ... in it`` runs, as a dim (None: unknown): a tensor's rows, a
+    list's length, a range's, through ``enumerate`` and ``zip`` (the shortest: a varying one
+    where any varies)."""
+    if it.detail == "enumerate" and it.elems:
+        return _iterations(it.elems[0])
+    if it.detail == "zip" and it.elems:
+        lengths = [_iterations(e) for e in it.elems]
+        return next((d for d in lengths if d is not None and d.state is Dim.VARY), None)
+    if it.is_tensor:
+        return shapes.dims_of(it).at(0) if it.dims is not None else None
+    if it.has(Kind.RANGE) or (it.kinds and it.kinds <= SEQUENCES):
+        return it.dim
+    return None

@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from shapelint.values import (CONST_DIM, UNKNOWN_DIM, Dim, DimInfo, Dims, Kind, Value,
-                              join_dims)
+from shapelint.values import (CONST_DIM, SEQUENCES, UNKNOWN_DIM, Dim, DimInfo, Dims, Kind,
+                              Value, join_dims)
 
 Args = Sequence[Value]
 Kwargs = Mapping[str, Value]
@@ -631,6 +631,9 @@ def function_dims(name: str, args: Args, kwargs: Kwargs) -> Optional[Dims]:
     if name == "stack":
         seq = _arg(args, kwargs, 0, "tensors")
         d = _int_const(_arg(args, kwargs, 1, "dim")) or 0
+        rows = _length(seq) if seq is not None and seq.elems is None and d == 0 else None
+        if rows is not None:
+            return Dims((rows,), (), None)  # one row per item of a grown list
         if seq is None or seq.elems is None or not seq.elems:
             return None
         first = dims_of(seq.elems[0])
@@ -651,6 +654,9 @@ def function_dims(name: str, args: Args, kwargs: Kwargs) -> Optional[Dims]:
         data = args[0] if args else None
         if data is not None and data.elems is not None:
             return Dims.of(CONST_DIM)
+        rows = _length(data) if data is not None else None
+        if rows is not None:
+            return Dims((rows,), (), None)  # `torch.tensor(items)`, a grown list
         if data is not None and data.kinds and data.kinds <= {Kind.INT, Kind.FLOAT, Kind.BOOL}:
             return Dims.of()
         return None
@@ -806,4 +812,12 @@ def shape_slice(x: Dims, bounds: Tuple[Optional[Value], ...]) -> Optional[Dims]:
         return Dims.of(*x.front[:upper])
     if lower in (None, 0) and upper is not None and upper < 0:
         return Dims(x.front, x.back[:upper], None)
+    return None
+
+
+def _length(seq: Value) -> Optional[DimInfo]:
+    """A Python list's length as a dim, where the walk knows it (a list grown once per row of
+    a varying dim, ``tolist()`` of a tensor); None otherwise."""
+    if seq.kinds and seq.kinds <= SEQUENCES and seq.dim is not None:
+        return seq.dim
     return None
