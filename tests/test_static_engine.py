@@ -1416,3 +1416,24 @@ def test_a_list_grown_once_per_row_is_as_long_as_the_batch(tmp_path):
         write_tree(root, {"m.py": body.replace("{loop}", loop)})
         lines[name] = [f.line for f in check_tree(root, select=["SL307"]).findings]
     assert lines == {"per row": [14], "fixed": []}
+
+
+def test_as_tensor_of_a_tensor_keeps_its_sizes(tmp_path):
+    """``torch.as_tensor(image_sizes)`` of a tensor is that tensor: one row per image, so the
+    list ``tolist()`` reads from it is as long as the batch and torch guards its length after
+    the break (Mistral3's ``split_sizes``). Of a list display it is a fixed length."""
+    body = '''
+        import torch
+
+        @torch.compile
+        def f(x, image_sizes):
+            split_sizes = (torch.as_tensor({data}) // 2).prod(dim=-1).tolist()
+            parts = torch.split(x, split_sizes)
+            return torch.cat([p * 2 for p in parts])
+    '''
+    lines = {}
+    for name, data in {"tensor": "image_sizes", "display": "[[4, 4], [2, 2]]"}.items():
+        root = tmp_path / name
+        write_tree(root, {"m.py": body.replace("{data}", data)})
+        lines[name] = [f.line for f in check_tree(root, select=["SL207"]).findings]
+    assert lines == {"tensor": [6], "display": []}

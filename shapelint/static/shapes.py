@@ -652,6 +652,8 @@ def function_dims(name: str, args: Args, kwargs: Kwargs) -> Optional[Dims]:
         return out
     if name == "tensor" or name == "as_tensor":
         data = args[0] if args else None
+        if data is not None and data.is_tensor:  # `torch.as_tensor(image_sizes)`: the same sizes
+            return dims_of(data)
         if data is not None and data.elems is not None:
             return Dims.of(CONST_DIM)
         rows = _length(data) if data is not None else None
