@@ -83,6 +83,8 @@ class Regions:
         self._targets: Optional[TargetDims] = None
         #: the names each helper body refers to (see ``_through_helpers``), by (body, looped)
         self._helper_names: Dict[Tuple[int, bool], List[Tuple[str, bool]]] = {}
+        #: the names each method body refers to, by its text (see ``_names_in``)
+        self._names_by_text: Dict[str, List[Tuple[str, bool]]] = {}
 
     # -- entries ----------------------------------------------------------------------------------
     def entries(self) -> List[FunctionInfo]:
@@ -153,8 +155,7 @@ class Regions:
         for m in cls.methods.values():
             if m.name == "forward":
                 continue
-            names: List[Tuple[str, bool]] = []
-            _referenced(m.tree.body, False, names)
+            names = list(self._names_in(m))
             names.extend(self._through_helpers(names, cls.module))
             args = m.tree.args
             params_in_loops = {n for n, looped in names if looped}
@@ -169,6 +170,18 @@ class Regions:
                     seen = out.get(found.qualname)
                     out[found.qualname] = (found, looped or (seen is not None and seen[1]))
         return list(out.values())
+
+    def _names_in(self, m: FunctionInfo) -> List[Tuple[str, bool]]:
+        """The names ``m``'s body refers to, with whether in a loop; by the body's text, read
+        once for every copy (transformers repeats many a block's ``__init__`` word for
+        word in model after model)."""
+        first, last = m.tree.lineno, m.tree.end_lineno or m.tree.lineno
+        text = "\n".join(m.module._lines[first - 1:last])
+        found = self._names_by_text.get(text)
+        if found is None:
+            found = self._names_by_text[text] = []
+            _referenced(m.tree.body, False, found)
+        return found
 
     def _through_helpers(self, names: List[Tuple[str, bool]], mod: ModuleInfo,
                          depth: int = 3) -> List[Tuple[str, bool]]:
