@@ -298,11 +298,13 @@ class Value:
 
     @property
     def is_varying_list(self) -> bool:
-        """A Python sequence whose length was read from tensor data and follows a dim that
-        varies between calls: ``t.tolist()`` of a tensor with one row per image of the batch,
-        the tensors ``torch.split(x, sizes)`` makes of such a list, or a list of those (``dim``
-        is then the length, of the sequence or of its items)."""
-        return bool(self.kinds) and self.kinds <= _SEQUENCES and Tag.DATA in self.tags \
+        """A Python sequence whose length follows a dim that varies between calls: ``t.tolist()``
+        of a tensor with one row per image of the batch, the tensors ``torch.split(x, sizes)``
+        makes of such a list, a list of those (``dim`` is then the length, of the sequence or
+        of its items), or a list grown once per row (``append`` in ``for i in range(len(
+        sizes)):``). Dynamo never makes a list's length symbolic: a frame that takes one as an
+        input guards it."""
+        return bool(self.kinds) and self.kinds <= _SEQUENCES \
             and self.dim is not None and self.dim.varies is True and not self.dim.guessed
 
     @property
