@@ -612,7 +612,8 @@ def test_a_helper_that_returns_is_compiling_decides_a_test(tree):
     """transformers' ``is_tracing(t)`` returns ``is_torchdynamo_compiling() or ...`` (then
     ``|=`` more): True while Dynamo traces, so ``not is_tracing(mask) and torch.all(mask ==
     1)`` never evaluates the tensor: no SL201. A test not decided that way is still flagged,
-    unless a test of settings before it in the ``and`` (a dtype) decides whether it runs."""
+    unless a test of settings before it in the ``and`` decides whether it runs (a dtype is
+    no setting: a half-precision caller runs the right side on every call)."""
     found = tree({"pkg/__init__.py": "", "pkg/utils.py": """
         import torch
 
@@ -639,11 +640,13 @@ def test_a_helper_that_returns_is_compiling_decides_a_test(tree):
                     return x
                 if x.dtype == torch.float16 and torch.all(attention_mask == 0):
                     return -x
+                if self.training and torch.all(attention_mask == 3):  # a setting
+                    return x
                 if x.shape[0] > 1 and torch.all(attention_mask == 2):  # a size, not a setting
                     return x
                 return x * attention_mask
         """}, select=["SL201"])
-    assert found == [("pkg/model.py", 11, "SL201")]
+    assert found == [("pkg/model.py", 9, "SL201"), ("pkg/model.py", 13, "SL201")]
 
 
 def test_an_int_beside_its_tensor_is_free_only_when_torch_checks_the_tensor_first(tree):

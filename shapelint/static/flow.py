@@ -812,7 +812,10 @@ class Walker:
         if _truth_decided(v):
             self.flag_test = self.data_test = self.size_test = False
             return Value(kinds=_BOOL, origin=v.origin, zero_one=True)
-        self.flag_test = _is_flag_test(v)
+        # (a test of an input's dtype is decided by how the model is called, as a test of
+        # whether an optional input was given is: `x.dtype == torch.float16 and
+        # torch.isinf(x).any()` breaks the graph for every half-precision caller)
+        self.flag_test = _is_flag_test(v) and not _tests_dtype(expr)
         self.data_test = not v.is_tensor and Tag.DATA in v.tags
         self.size_test = v.is_size and v.varies is True
         self.emit("on_condition", api.Condition(expr, v, self.ctx, context=context,
@@ -1844,6 +1847,12 @@ def _truth_decided(v: Value) -> bool:
     """The truth of a plain dynamic size (``if n:``, ``bool(n)``) is ``n != 0``, which its
     range [2, inf] decides without a guard (the Dynamo table's ``bool(size)`` row)."""
     return v.is_size and v.direct and not v.is_tensor and dynamo.size_compare_decided("NotEqual", 0)
+
+
+def _tests_dtype(expr: cst.BaseExpression) -> bool:
+    """``x.dtype == torch.float16`` (``!=``, ``is``, ``in``): a comparison of a ``.dtype``."""
+    return isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1 and \
+        isinstance(expr.left, cst.Attribute) and expr.left.attr.value == "dtype"
 
 
 def _is_flag_test(v: Value) -> bool:
