@@ -1319,6 +1319,17 @@ def test_blocks_appended_by_a_local_name_are_the_containers_items(tree):
     assert sorted(found) == [("m.py", 11, "SL303"), ("s.py", 11, "SL303")], found
 
 
+def _lines_per_variant(tmp_path, body: str, slot: str, variants, code: str):
+    """The lines ``code`` reports in ``body`` with ``slot`` replaced by each variant's text,
+    each variant checked as a tree of its own: {variant: [line, ...]}."""
+    lines = {}
+    for i, (name, text) in enumerate(variants.items()):
+        root = tmp_path / f"v{i}"
+        write_tree(root, {"m.py": body.replace(slot, text)})
+        lines[name] = [f.line for f in check_tree(root, select=[code]).findings]
+    return lines
+
+
 def test_keywords_travel_inside_a_splatted_dict(tmp_path):
     """``f(**attn_kwargs)`` passes the items a dict display stored under literal keys, a
     ``{**kwargs, ...}`` display keeps them, and a ``**kwargs`` parameter hands them on: the
@@ -1356,12 +1367,7 @@ def test_keywords_travel_inside_a_splatted_dict(tmp_path):
                    '                return self.layer(x, **{**base, "scale": 1})',
         "fixed": 'kw = {"cu_seqlens": torch.arange(3)}\n                return self.layer(x, **kw)',
     }
-    lines = {}
-    for name, text in passing.items():
-        root = tmp_path / name
-        write_tree(root, {"m.py": body.replace("{passing}", text)})
-        result = check_tree(root, select=["SL207"])
-        lines[name] = [f.line for f in result.findings]
+    lines = _lines_per_variant(tmp_path, body, "{passing}", passing, "SL207")
     assert lines == {"splat": [8], "display": [8], "fixed": []}
 
 
@@ -1381,11 +1387,7 @@ def test_pieces_split_after_the_break_get_no_length_guard(tmp_path):
     '''
     cuts = {"in the statement": "parts = torch.split(x, counts.tolist())",
             "the break's own list": "parts = counts.tolist()"}
-    lines = {}
-    for name, cut in cuts.items():
-        root = tmp_path / name.replace(" ", "_").replace("'", "")
-        write_tree(root, {"m.py": body.replace("{cut}", cut)})
-        lines[name] = [f.line for f in check_tree(root, select=["SL207"]).findings]
+    lines = _lines_per_variant(tmp_path, body, "{cut}", cuts, "SL207")
     assert lines == {"in the statement": [], "the break's own list": [7]}
 
 
@@ -1413,11 +1415,7 @@ def test_a_list_grown_once_per_row_is_as_long_as_the_batch(tmp_path):
                 return ids + self.rope_deltas
     '''
     loops = {"per row": "enumerate(ids)", "fixed": "enumerate([ids[0], ids[1]])"}
-    lines = {}
-    for name, loop in loops.items():
-        root = tmp_path / name.replace(" ", "_")
-        write_tree(root, {"m.py": body.replace("{loop}", loop)})
-        lines[name] = [f.line for f in check_tree(root, select=["SL307"]).findings]
+    lines = _lines_per_variant(tmp_path, body, "{loop}", loops, "SL307")
     assert lines == {"per row": [14], "fixed": []}
 
 
@@ -1434,9 +1432,6 @@ def test_as_tensor_of_a_tensor_keeps_its_sizes(tmp_path):
             parts = torch.split(x, split_sizes)
             return torch.cat([p * 2 for p in parts])
     '''
-    lines = {}
-    for name, data in {"tensor": "image_sizes", "display": "[[4, 4], [2, 2]]"}.items():
-        root = tmp_path / name
-        write_tree(root, {"m.py": body.replace("{data}", data)})
-        lines[name] = [f.line for f in check_tree(root, select=["SL207"]).findings]
+    data = {"tensor": "image_sizes", "display": "[[4, 4], [2, 2]]"}
+    lines = _lines_per_variant(tmp_path, body, "{data}", data, "SL207")
     assert lines == {"tensor": [6], "display": []}

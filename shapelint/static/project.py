@@ -444,13 +444,16 @@ class ModuleInfo:
         self._summarize(tree if tree is not None else parse_ast(source.text, source.path))
 
     # -- libcst, one function at a time ---------------------------------------------------------
+    def text(self, first: int, last: int) -> str:
+        """The file's lines ``first`` to ``last`` (1-based, both included)."""
+        return "\n".join(self._lines[first - 1:last])
+
     def parse_function(self, fn: FunctionInfo) -> Optional[cst.FunctionDef]:
         """libcst tree of ``fn`` from its own lines. An indented def is parsed inside an
         ``if 1:`` so that its lines, columns included, are the file's."""
         first, last = fn.first_line, fn.tree.end_lineno or fn.tree.lineno
-        lines = self._lines[first - 1:last]
         indented = fn.tree.col_offset > 0
-        text = ("if 1:\n" if indented else "") + "\n".join(lines) + "\n"
+        text = ("if 1:\n" if indented else "") + self.text(first, last) + "\n"
         if len(text) > self.limits.max_function_bytes:
             # libcst holds ~2.5 kB per byte of a long expression: 5 MB took 13 GB
             self.function_errors.append((fn.tree.lineno, (

@@ -175,8 +175,7 @@ class Regions:
         """The names ``m``'s body refers to, with whether in a loop; by the body's text, read
         once for every copy (transformers repeats many a block's ``__init__`` word for
         word in model after model)."""
-        first, last = m.tree.lineno, m.tree.end_lineno or m.tree.lineno
-        text = "\n".join(m.module._lines[first - 1:last])
+        text = m.module.text(m.tree.lineno, m.tree.end_lineno or m.tree.lineno)
         found = self._names_by_text.get(text)
         if found is None:
             found = self._names_by_text[text] = []
