@@ -85,5 +85,6 @@ class M(torch.nn.Module):
         # a tensor on every path (None aside): `skip = False; if self.training: skip = p < q`
         # is a Python bool while the model serves, and a tensor only while it trains
         if site.value.is_sure_tensor and not site.flag_guarded:
+            when = f" (on the calls where `{site.only_when}`)" if site.only_when else ""
             self.report(site, f"`{site.short_code()}` is a tensor value used as a Python bool; Dynamo "
-                              f"breaks the graph here to evaluate it")
+                              f"breaks the graph here to evaluate it{when}")

@@ -142,6 +142,9 @@ class Condition(Site):
     #: costs no recompile in practice (the other side errors anyway); a tensor value still
     #: has to be read, which breaks the graph
     validates: bool = False
+    #: the test of how the model is called that decides whether this operand runs at all,
+    #: as source text (``x.dtype == torch.float16`` before it in an ``and``); None: always
+    only_when: Optional[str] = None
 
 
 @dataclass

@@ -1435,3 +1435,24 @@ def test_as_tensor_of_a_tensor_keeps_its_sizes(tmp_path):
     data = {"tensor": "image_sizes", "display": "[[4, 4], [2, 2]]"}
     lines = _lines_per_variant(tmp_path, body, "{data}", data, "SL207")
     assert lines == {"tensor": [6], "display": []}
+
+
+def test_a_value_branch_after_a_dtype_test_says_which_calls_break(tmp_path):
+    """``x.dtype == torch.float16 and torch.isinf(x).any()`` breaks only for half-precision
+    callers: SL201 reports it (the dtype is how the model is called, not a setting) and says
+    on which calls; a branch no test decides says nothing of the kind."""
+    write_tree(tmp_path, {"m.py": """
+        import torch
+
+        class M(torch.nn.Module):
+            def forward(self, x):
+                if x.dtype == torch.float16 and torch.isinf(x).any():
+                    x = torch.nan_to_num(x)
+                if x.sum() > 0:
+                    x = x * 2
+                return x
+        """})
+    found = {f.line: f.message for f in check_tree(tmp_path, select=["SL201"]).findings}
+    assert sorted(found) == [5, 7]
+    assert found[5].endswith("(on the calls where `x.dtype == torch.float16`)")
+    assert "on the calls" not in found[7]

@@ -403,6 +403,8 @@ class Walker:
         self.comprehensions = 0
         #: per enclosing ``for`` loop, how many times it runs, as a dim (None: unknown)
         self.loop_lengths: List[Optional[DimInfo]] = []
+        #: the dtype tests (source text) before the operand of an ``and`` being tested
+        self._only_when: List[str] = []
         #: where the graph broke, and the ints each break hands to a resume frame
         self.frames = Frames(self, args, own_frame)
 
@@ -791,10 +793,17 @@ class Walker:
             # `x.dtype == torch.float16 and torch.isinf(x).any()` breaks in float16 alone
             guarded = left_flag and decided is None
             self.flag_guards += guarded
+            # (a dtype test is no setting, but the right side still runs only on the calls
+            # that pass it: the rules say so)
+            called_when = is_and and decided is None and _tests_dtype(expr.left)
+            if called_when:
+                self._only_when.append(self.ctx.code(expr.left))
             try:
                 right = self.condition(expr.right, context, validates)
             finally:
                 self.flag_guards -= guarded
+                if called_when:
+                    self._only_when.pop()
             # a test of settings only if every operand is one: `self.attention_type == "sparse"
             # and seq_len <= limit` is decided by the size on a model configured that way
             self.flag_test = left_flag and self.flag_test
@@ -819,7 +828,9 @@ class Walker:
         self.data_test = not v.is_tensor and Tag.DATA in v.tags
         self.size_test = v.is_size and v.varies is True
         self.emit("on_condition", api.Condition(expr, v, self.ctx, context=context,
-                                                validates=validates))
+                                                validates=validates,
+                                                only_when=self._only_when[-1] if self._only_when
+                                                else None))
         return v
 
     def _isinstance_truth(self, test: cst.Call) -> Optional[bool]:
