@@ -578,6 +578,7 @@ def show_settings(args: argparse.Namespace, settings: Settings, enabled: Sequenc
            "per-file-ignores: " + (listed(f"{g}: {' '.join(c)}" for g, c in
                                          settings.per_file_ignores.items())),
            f"module-forward: {str(settings.module_forward).lower()}",
+           f"module-mode: {settings.module_mode}",
            f"entry-points: {listed(settings.entry_points)}",
            "dynamic-dims: " + listed(f"{k}={list(v)}" for k, v in settings.dynamic_dims.items()),
            f"scalar-arg-names: {listed(settings.scalar_arg_names)}",

@@ -35,6 +35,8 @@ TARGET_KEYS = {
     "memory-limit-mb": int, "seed": int, "seed-each-shape": bool, "suggest": bool,
     "fail-on": list,
 }
+#: what ``module-mode`` may be (see ``Settings.module_mode``)
+MODULE_MODES = ("eval", "train", "any")
 #: what ``fail-on`` (and ``run --fail-on``) may name (shapelint.harness.gate.Gate)
 FAIL_ON = ("code-recompiles", "graph-breaks", "unpredicted", "any-recompile")
 
@@ -51,6 +53,9 @@ class Settings:
     extend_exclude: Tuple[str, ...] = ()
     entry_points: Tuple[str, ...] = ()
     module_forward: bool = True
+    #: the mode the compiled modules run in: ``eval`` (a model that serves: ``self.training``
+    #: is False while Dynamo traces), ``train`` (a compiled training step), or ``any``
+    module_mode: str = "eval"
     scalar_arg_names: Tuple[str, ...] = ()
     #: argument name -> dims that vary between calls (``{"input_ids": (0, 1)}``)
     dynamic_dims: Dict[str, Tuple[int, ...]] = field(default_factory=dict)
@@ -69,7 +74,8 @@ class Settings:
     def fingerprint(self) -> str:
         """What changes findings: part of the cache key."""
         parts = [self.select, self.ignore, self.extend_select, sorted(self.per_file_ignores.items()),
-                 self.entry_points, self.module_forward, self.scalar_arg_names, self.rule_paths,
+                 self.entry_points, self.module_forward, self.module_mode, self.scalar_arg_names,
+                 self.rule_paths,
                  sorted(self.dynamic_dims.items()), self.preview, self.max_function_kib,
                  self.max_walk_seconds,
                  [(t.get("model"), t.get("inputs"), t.get("batch-sizes"), t.get("seq-lens"))
@@ -87,6 +93,7 @@ KEYS: Dict[str, Tuple[str, Any, Optional[type]]] = {
     "extend-exclude": ("extend_exclude", list, str),
     "entry-points": ("entry_points", list, str),
     "module-forward": ("module_forward", bool, None),
+    "module-mode": ("module_mode", str, None),
     "scalar-arg-names": ("scalar_arg_names", list, str),
     "dynamic-dims": ("dynamic_dims", dict, list),
     "preview": ("preview", bool, None),
@@ -223,6 +230,9 @@ def validate(data: Dict[str, Any], path: str, known_codes: Optional[Sequence[str
             value = tuple(normalize_exclude(p, f"{path}: `{key}`") for p in value)
         elif key in ("max-function-kib", "max-walk-seconds") and value <= 0:
             raise ConfigError(f"{path}: `{key}` must be positive, got {value}")
+        elif key == "module-mode" and value not in MODULE_MODES:
+            raise ConfigError(f"{path}: `module-mode` must be one of {', '.join(MODULE_MODES)}, "
+                              f"got `{value}`{_closest(value, MODULE_MODES)}")
         elif key == "output-format":
             from shapelint.report import FORMATS
 

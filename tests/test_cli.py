@@ -100,6 +100,9 @@ def test_unknown_code_and_config_typos_exit_2(tmp_path):
     assert res.returncode == 2 and "SL9999" in res.stderr
     (tmp_path / "shapelint.toml").write_text('ignore = "SL101"\n')
     assert run(["check", "."], tmp_path).returncode == 2
+    (tmp_path / "shapelint.toml").write_text('module-mode = "evl"\n')
+    res = run(["check", "."], tmp_path)
+    assert res.returncode == 2 and "`module-mode`" in res.stderr and "`eval`" in res.stderr
     (tmp_path / "shapelint.toml").write_text("")  # an empty config is fine
     assert run(["check", ".", "--no-cache"], tmp_path).returncode == 1
 

@@ -1456,3 +1456,41 @@ def test_a_value_branch_after_a_dtype_test_says_which_calls_break(tmp_path):
     assert sorted(found) == [5, 7]
     assert found[5].endswith("(on the calls where `x.dtype == torch.float16`)")
     assert "on the calls" not in found[7]
+
+
+def test_the_module_mode_decides_self_training(tmp_path):
+    """Dynamo guards on ``self.training`` and traces one side. In ``eval`` (the default: a
+    model that serves) LayerDrop's ``to_drop`` stays False, so every layer runs and its value
+    branch is reported; ``train`` walks the training side (its data-dependent draw is
+    reported there); ``any`` takes the layer call to run only in some configurations, as
+    before ``module-mode`` existed, and reports neither."""
+    body = '''
+        import torch
+        from torch import nn
+
+        class Layer(nn.Module):
+            def forward(self, x):
+                if torch.isinf(x).any():
+                    x = torch.nan_to_num(x)
+                return x * 2
+
+        class Encoder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.layers = nn.ModuleList([Layer(), Layer()])
+            def forward(self, x):
+                for layer in self.layers:
+                    to_drop = False
+                    if self.training:
+                        if torch.rand([]) < 0.1:
+                            to_drop = True
+                    if not to_drop:
+                        x = layer(x)
+                return x
+    '''
+    lines = {}
+    for mode in ("eval", "train", "any"):
+        root = tmp_path / mode
+        write_tree(root, {"m.py": body})
+        lines[mode] = [f.line for f in check_tree(root, select=["SL201"], module_mode=mode).findings]
+    assert lines["eval"] == [6] and lines["any"] == [] and 18 in lines["train"]

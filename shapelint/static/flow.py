@@ -876,6 +876,12 @@ class Walker:
                 return False
             v = self.env.get(expr.value)
             return _const_truth(v)
+        if isinstance(expr, cst.Attribute) and expr.attr.value == "training" and \
+                isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            # Dynamo guards on the module's mode and traces one side: the one of the mode
+            # the model is compiled in (`module-mode`; a server's model is in eval mode)
+            mode = self.a.regions.settings.module_mode
+            return None if mode == "any" else mode == "train"
         if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1:
             op = expr.comparisons[0].operator
             if isinstance(op, (cst.Is, cst.IsNot)) and _is_none(expr.comparisons[0].comparator) \
