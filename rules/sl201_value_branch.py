@@ -42,8 +42,9 @@ class ValueBranch(Rule):
     # (`x.dtype == torch.float16 and torch.isinf(x).any()`, `self.training and ...`) take it to
     # 26 of 26 there (bench/zoo.py score --split held-out), past the 20 needed to leave
     # preview; 28 of 29 with 572 models replayed; 30 of 31 once a test of an input's dtype
-    # counts as how the model is called (the zoo replays half-precision callers too)
-    measured_precision = 0.97  # 30 of 31
+    # counts as how the model is called (the zoo replays half-precision callers too); 35 of
+    # 37 once `module-mode = "eval"` walked the layers LayerDrop's `to_drop` used to hide
+    measured_precision = 0.95  # 35 of 37
     registry_ids = ("GB0170", "GB0035")
     hint = "use torch.where / torch.cond, or move the decision out of the compiled region"
     VALID = ['''
