@@ -1,4 +1,4 @@
-from shapelint.api import NameUse, Rule
+from shapelint.api import NameUse, Rule, Tag
 
 
 class ListLengthAcrossBreak(Rule):
@@ -151,9 +151,11 @@ class M(torch.nn.Module):
         if site.after_break and not site.passthrough and site.value.is_varying_list:
             dim = site.value.dim
             rows = dim.label if dim is not None and dim.label else "a dim that varies"
+            # (a list grown by `append` in a loop has no data read to name)
+            length = f"has a length read from tensor data ({site.fn.describe(site.value.origin)})" \
+                if site.value.has(Tag.DATA) else "was grown in a loop"
             self.report(site,  # the read's own line: Dynamo guards the list where it loads it
-                        message=f"`{site.name}` has a length read from tensor data "
-                                f"({site.fn.describe(site.value.origin)}): one item per row of "
+                        message=f"`{site.name}` {length}: one item per row of "
                                 f"{rows}; the graph break at line {site.break_line} hands it to "
                                 f"the resumed frame, which guards its length "
                                 f"(`len({site.name}) == <rows>`) and recompiles for each new one")

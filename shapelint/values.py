@@ -231,7 +231,7 @@ class Origin:
 
 Fact = Union[Kind, Tag]
 #: Python sequences: a list or tuple of anything, one of tensors
-SEQUENCES = _SEQUENCES = frozenset({Kind.CONTAINER, Kind.TENSORS})
+SEQUENCES = frozenset({Kind.CONTAINER, Kind.TENSORS})
 _EMPTY: FrozenSet = frozenset()
 
 
@@ -304,7 +304,7 @@ class Value:
         of its items), or a list grown once per row (``append`` in ``for i in range(len(
         sizes)):``). Dynamo never makes a list's length symbolic: a frame that takes one as an
         input guards it."""
-        return bool(self.kinds) and self.kinds <= _SEQUENCES \
+        return bool(self.kinds) and self.kinds <= SEQUENCES \
             and self.dim is not None and self.dim.varies is True and not self.dim.guessed
 
     @property
