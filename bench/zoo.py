@@ -1100,8 +1100,7 @@ def score_data(split: str, static_ref: Optional[str] = None,
         lines = stmts.lines(f["path"], first, last)
         if info.get("runtime_only") or not info.get("evidence"):
             row["unjudged"] += 1
-            if default:
-                unjudged.append(dict(f, why="the rule predicts no torch event"))
+            unjudged.append(dict(f, why="the rule predicts no torch event", default=default))
             continue
         for n in lines:
             flagged_all.setdefault((f["path"], n), set()).add(code)
@@ -1112,8 +1111,7 @@ def score_data(split: str, static_ref: Optional[str] = None,
             row["unjudged"] += 1
             why = ("no replay executed this statement" if f["path"] in executed
                    else "no replay executed this file (checked because an event blames it)")
-            if default:
-                unjudged.append(dict(f, why=why))
+            unjudged.append(dict(f, why=why, default=default))
             continue
         hit = bool(lines & blame.get(f["path"], set()))
         if not hit and code == "SL302":
@@ -1139,6 +1137,8 @@ def score_data(split: str, static_ref: Optional[str] = None,
                precision=round(n_true / judged, 3) if judged else None)
     reasons: Dict[str, int] = {}
     for f in unjudged:
+        if not f["default"]:
+            continue
         reasons[f["why"]] = reasons.get(f["why"], 0) + 1
     out["unjudged"] = reasons
     # -- recall -----------------------------------------------------------------------------------
@@ -1215,7 +1215,9 @@ def print_score(d: Dict[str, Any], verbose: bool, only_rule: Optional[str]) -> N
         print(f"\n-- false findings of preview rules ({len(pf)}) --")
         for f in sorted(pf, key=lambda f: (f["path"], int(f["line"]))):
             print(f"{f['path']}:{f['line']} {f['rule']} | {_source(f['path'], int(f['line']))[:140]}")
-        un = [f for f in d["_unjudged"] if not only_rule or f["rule"] == only_rule]
+        # the default rules' unless one rule is asked for (a preview rule's too)
+        un = [f for f in d["_unjudged"]
+              if (f["rule"] == only_rule if only_rule else f["default"])]
         print(f"\n-- unjudged findings ({len(un)}) --")
         for f in sorted(un, key=lambda f: (f["path"], int(f["line"]))):
             print(f"{f['path']}:{f['line']} {f['rule']} ({f['why']}) | "
