@@ -475,7 +475,7 @@ def _static_for_run(args, settings, rules, enabled, specs, results) -> CheckResu
     resolve (their module names come from their packages), and no library tree is walked."""
     import tempfile
 
-    from shapelint.harness.command import static_paths
+    from shapelint.harness.command import static_paths, static_settings
 
     from shapelint.static.engine_paths import exclude_patterns
     from shapelint.static.files import excluded
@@ -484,6 +484,7 @@ def _static_for_run(args, settings, rules, enabled, specs, results) -> CheckResu
     # folder: `--exclude '*/site-packages/*'`)
     patterns = exclude_patterns(settings)
     paths = [p for p in static_paths(specs, results) if not excluded(p, patterns)]
+    settings = static_settings(settings, results)
     if not paths:
         return CheckResult()
     cwd = os.getcwd()

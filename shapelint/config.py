@@ -12,7 +12,7 @@ import math
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from shapelint.finding import DynamicMode
 
@@ -70,6 +70,9 @@ class Settings:
     targets: List[Dict[str, Any]] = field(default_factory=list)
     config_path: Optional[str] = None
     base_dir: str = "."
+    #: the keys the config file sets: a setting the file leaves out may be taken from what a
+    #: replay saw (``module-mode`` from the model's ``training``, shapelint.harness.command)
+    given: FrozenSet[str] = frozenset()
 
     def fingerprint(self) -> str:
         """What changes findings: part of the cache key."""
@@ -242,6 +245,7 @@ def validate(data: Dict[str, Any], path: str, known_codes: Optional[Sequence[str
         elif typ is list:
             value = tuple(value)
         setattr(settings, attr, value)
+    settings.given = frozenset(data)
     if known_codes is not None:
         check_setting_codes(settings, known_codes)
     return settings

@@ -569,6 +569,9 @@ class TargetResult:
     output_tail: str = ""
     #: the files of the model and inputs callables, as the worker imported them
     sources: List[str] = field(default_factory=list)
+    #: the mode its modules were compiled in (``eval``, ``train``, ``any`` where they differ;
+    #: None for a function): the side of ``self.training`` the static pass walks for it
+    module_mode: Optional[str] = None
 
     @property
     def failed(self) -> bool:

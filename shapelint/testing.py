@@ -39,8 +39,9 @@ class GraphBreakError(CompileAssertionError):
     """A model broke its graph."""
 
 
-def _predictions(paths: Iterable[str]) -> Dict[tuple, List[str]]:
-    """(abspath, line) -> ['SL101 size-branch', ...] from the static pass (torch-free)."""
+def _predictions(paths: Iterable[str], module_mode: str) -> Dict[tuple, List[str]]:
+    """(abspath, line) -> ['SL101 size-branch', ...] from the static pass (torch-free), walking
+    the ``module-mode`` side of ``self.training``."""
     paths = sorted({os.path.abspath(p) for p in paths if p and os.path.isfile(p)})
     if not paths:
         return {}
@@ -53,7 +54,8 @@ def _predictions(paths: Iterable[str]) -> Dict[tuple, List[str]]:
     # as `shapelint run` keeps it
     enabled = enabled_codes(rules, preview=True)
     root = os.path.commonpath([os.path.dirname(p) for p in paths])
-    result = Engine(rules, enabled, Settings()).check(paths, root=root, use_cache=False)
+    result = Engine(rules, enabled, Settings(module_mode=module_mode)).check(
+        paths, root=root, use_cache=False)
     out: Dict[tuple, List[str]] = {}
     for f in result.findings:
         for line in range(f.location.line, max(f.location.end_line, f.location.line) + 1):
@@ -66,10 +68,12 @@ def _shown(path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
-def explain(events: Iterable[Event], header: str) -> str:
-    """The failure message: each event with the shape of its call, its reason and its lines."""
+def explain(events: Iterable[Event], header: str, module_mode: Optional[str] = None) -> str:
+    """The failure message: each event with the shape of its call, its reason and its lines.
+    ``module_mode``: the mode the model's modules were compiled in, when known (else both
+    sides of ``self.training`` are walked for the rules that name a line)."""
     events = list(events)
-    predicted = _predictions([ab for ev in events for ab, _ in ev.locations()])
+    predicted = _predictions([ab for ev in events for ab, _ in ev.locations()], module_mode or "any")
     lines = [header]
     for ev in events:
         gb = f" [{ev.registry_id}]" if ev.registry_id else ""
@@ -227,23 +231,27 @@ def assert_no_recompiles(model: str, inputs: str, batch_sizes: Sequence[int] = t
                       timeout=timeout, base_dir=base_dir, fullgraph=fullgraph,
                       import_paths=list(import_paths))
     result = run_target(spec)
+
+    def why(events: Iterable[Event], header: str) -> str:
+        return explain(events, header, result.module_mode)
+
     counted = f"{result.compiles} compiles at {len(result.per_shape)} shapes"
     if result.error:
-        raise RecompileError(explain(result.events, f"{spec.name}: {result.error}"))
+        raise RecompileError(why(result.events, f"{spec.name}: {result.error}"))
     failures = result.of_kind(EventKind.FALLBACK) + result.of_kind(EventKind.COMPILE_ERROR)
     if failures:
-        raise RecompileError(explain(failures, f"{spec.name}: torch did not compile every call "
-                                               f"({counted}):"))
+        raise RecompileError(why(failures, f"{spec.name}: torch did not compile every call "
+                                           f"({counted}):"))
     if fullgraph and result.of_kind(EventKind.GRAPH_BREAK):
-        raise GraphBreakError(explain(result.of_kind(EventKind.GRAPH_BREAK), f"{spec.name}: graph break "
-                                                                     f"under fullgraph ({counted}):"))
+        raise GraphBreakError(why(result.of_kind(EventKind.GRAPH_BREAK),
+                                  f"{spec.name}: graph break under fullgraph ({counted}):"))
     bad = code_caused(result.events)
     if bad:
-        raise RecompileError(explain(bad, f"{spec.name}: {len(bad)} recompile(s) caused by the "
-                                          f"code ({counted}):"))
+        raise RecompileError(why(bad, f"{spec.name}: {len(bad)} recompile(s) caused by the "
+                                      f"code ({counted}):"))
     if max_compiles is not None and result.compiles > max_compiles:
-        raise RecompileError(explain(result.of_kind(EventKind.RECOMPILE),
-                                     f"{spec.name}: {counted}, more than the {max_compiles} allowed:"))
+        raise RecompileError(why(result.of_kind(EventKind.RECOMPILE),
+                                 f"{spec.name}: {counted}, more than the {max_compiles} allowed:"))
     return result
 
 

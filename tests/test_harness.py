@@ -684,3 +684,52 @@ def test_ints_that_change_with_an_input_dim_are_not_blamed():
     res = run_target(TargetSpec(name="r23", model="model.py:build", inputs="model.py:inputs",
                                 base_dir=base))
     assert ("model.py", 63) not in blamed(res, "recompile")
+
+
+TRAINING_SIDE = '''
+import torch
+
+
+class M(torch.nn.Module):
+    def forward(self, x):
+        if self.training:
+            x = x * int(x.sum())
+        return x + 1
+
+
+def build():
+    return M()
+
+
+def build_eval():
+    return M().eval()
+
+
+def inputs(batch):
+    return (torch.ones(batch, 4),)
+'''
+
+
+def test_run_walks_the_side_of_self_training_the_model_was_compiled_in(tmp_path):
+    """A factory that forgets `.eval()` compiles the training side: `shapelint run` reads the
+    mode from the built model, so the static pass predicts (and torch confirms) the break
+    there; an eval model's run does not report it; `module-mode` in the config wins."""
+    write_tree(tmp_path, {"m.py": TRAINING_SIDE})
+    run = ["run", "--inputs", "m.py:inputs", "--batch-sizes", "2,3", "--no-cache"]
+
+    def report(factory):
+        proc = shapelint(tmp_path, *run, "--model", f"m.py:{factory}", "--format", "json",
+                         "-o", "r.json")
+        assert proc.returncode == 0, proc.stderr
+        doc = json.loads((tmp_path / "r.json").read_text())
+        return doc["targets"][0], {(f["line"], f["rule"]): f["status"] for f in doc["findings"]}
+
+    target, status = report("build")
+    assert target["module_mode"] == "train"
+    assert status[(7, "SL202")] == "confirmed"
+    target, status = report("build_eval")
+    assert target["module_mode"] == "eval" and (7, "SL202") not in status
+    assert "modules in training mode" in shapelint(tmp_path, *run, "--model", "m.py:build").stdout
+    (tmp_path / "shapelint.toml").write_text('module-mode = "eval"\n')
+    target, status = report("build")
+    assert status.get((7, "SL202")) != "confirmed", status

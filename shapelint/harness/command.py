@@ -6,6 +6,7 @@ the static pass must check for the join."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import signal
 import sys
@@ -13,7 +14,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Dict, List, Optional, Tuple
 
-from shapelint.config import ConfigError, check_target_value, validate_target
+from shapelint.config import ConfigError, Settings, check_target_value, validate_target
 from shapelint.finding import ShapeRow, TargetResult, shape_text
 from shapelint.harness.target import TargetError, TargetSpec, import_dirs, source_file
 from shapelint.report.escape import clean
@@ -313,6 +314,16 @@ def static_paths(specs: List[TargetSpec], results: List[TargetResult]) -> List[s
         paths.extend(r.executed)
     return [p for p in dict.fromkeys(os.path.abspath(p) for p in paths)
             if os.path.exists(p) and (os.path.isdir(p) or p.endswith(".py"))]
+
+
+def static_settings(settings: Settings, results: List[TargetResult]) -> Settings:
+    """The settings of the static pass that joins these replays: unless the config sets
+    ``module-mode``, the mode the replayed modules were in (a factory that forgets ``.eval()``
+    compiles the training side of every ``if self.training:``; ``any`` when targets differ)."""
+    modes = {r.module_mode for r in results if r.module_mode}
+    if "module-mode" in settings.given or not modes:
+        return settings
+    return dataclasses.replace(settings, module_mode=modes.pop() if len(modes) == 1 else "any")
 
 
 def exercised_files(results: List[TargetResult]) -> List[str]:

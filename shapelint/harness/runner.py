@@ -292,7 +292,8 @@ def assemble(spec: TargetSpec, records: List[Dict[str, Any]], error: Optional[st
         events=events,
         executed={relpath(p): ls for p, ls in merge([r.get("executed") or {} for r in records]).items()
                   if not is_own(p)},
-        varying=sorted(varying), max_compiles=spec.max_compiles, error=error)
+        varying=sorted(varying), max_compiles=spec.max_compiles, error=error,
+        module_mode=next((r.get("module_mode") for r in records if r.get("type") == "model"), None))
     result.problems = verdict(spec, result)
     return result
 

@@ -194,6 +194,18 @@ def load_model(spec: TargetSpec, device: str) -> Tuple[Any, Callable[..., Any], 
     return model, inputs_fn, _source_files(factory, inputs_fn)
 
 
+def module_mode(model: Any) -> Optional[str]:
+    """The side of ``self.training`` Dynamo traces in this model (``module-mode``): ``eval`` or
+    ``train`` as its modules are set, ``any`` where they differ, None for a plain function. A
+    factory that forgets ``.eval()`` returns a module in training mode (nn.Module's default)."""
+    import torch
+
+    if not isinstance(model, torch.nn.Module):
+        return None
+    flags = {m.training for m in model.modules()}
+    return "any" if len(flags) > 1 else ("train" if flags.pop() else "eval")
+
+
 def _import(spec: TargetSpec, key: str, ref: str) -> Callable[..., Any]:
     """``load`` for one setting: what the user's module raises while it is imported is that
     setting's error too (with the line that raised)."""
@@ -712,6 +724,7 @@ def run(spec: TargetSpec, out: Out) -> int:
         out.write({"type": "fatal", "error": str(exc)})
         return 2
     out.write({"type": "sources", "files": sources})
+    out.write({"type": "model", "module_mode": module_mode(model)})
     apply_config_remedy(spec)
     compiled = torch.compile(model, **compile_options(spec))
     forward = model.forward if isinstance(model, torch.nn.Module) else model

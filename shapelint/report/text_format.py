@@ -54,8 +54,11 @@ def _header(t) -> str:
         return (f"target {t.name}: no replay (torch never started), backend {t.backend or '?'}, "
                 f"dynamic {t.dynamic or '?'}")
     replayed = f"{t.compiles} compiles" if t.per_shape or not t.error else "not replayed"
+    # a module left in training mode (no `.eval()`) compiles the other side of `self.training`
+    mode = {"train": ", modules in training mode",
+            "any": ", modules in mixed train/eval modes"}.get(t.module_mode or "", "")
     return (f"target {t.name}: {replayed} on {t.device or '?'}, backend {t.backend or '?'}, "
-            f"dynamic {t.dynamic or '?'}, torch {t.torch_version}")
+            f"dynamic {t.dynamic or '?'}, torch {t.torch_version}{mode}")
 
 
 def _where(item: Guard) -> str:
