@@ -1462,8 +1462,10 @@ def test_the_module_mode_decides_self_training(tmp_path):
     """Dynamo guards on ``self.training`` and traces one side. In ``eval`` (the default: a
     model that serves) LayerDrop's ``to_drop`` stays False, so every layer runs and its value
     branch is reported; ``train`` walks the training side (its data-dependent draw is
-    reported there); ``any`` takes the layer call to run only in some configurations, as
-    before ``module-mode`` existed, and reports neither."""
+    reported there, and Dynamo, skipping the loop's frame, compiles each layer as a frame of
+    its own: ``to_drop`` is data, no setting, so the layer's branch is reported too); ``any``
+    takes the draw to run only in some configurations (not reported) and the layer's branch
+    to run in both modes (reported)."""
     body = '''
         import torch
         from torch import nn
@@ -1493,4 +1495,4 @@ def test_the_module_mode_decides_self_training(tmp_path):
         root = tmp_path / mode
         write_tree(root, {"m.py": body})
         lines[mode] = [f.line for f in check_tree(root, select=["SL201"], module_mode=mode).findings]
-    assert lines["eval"] == [6] and lines["any"] == [] and 18 in lines["train"]
+    assert lines["eval"] == [6] and lines["any"] == [6] and lines["train"] == [6, 18]

@@ -610,6 +610,7 @@ class Walker:
         self.size_guards += size
         self.presence_guards += presence
         every_arm_broke = 0
+        before = dict(self.env)
         try:
             if arms:
                 every_arm_broke = self.branches(*arms)
@@ -617,6 +618,8 @@ class Walker:
             self.data_guards -= data
             self.size_guards -= size
             self.presence_guards -= presence
+        if data or v.is_tensor:
+            self._picked_by_data(before)
         if every_arm_broke and (data or size or presence) and len(arms) == 2:
             # each arm's break may not run, but one of them does: what follows the `if` runs
             # in a resumed frame that takes the live ints again (longformer: `seq_len` after
@@ -625,6 +628,15 @@ class Walker:
                                     skips_loop=every_arm_broke == 2)
         if body_raises != else_raises:  # a validation check: what it checked holds from here
             self.learn(s.test, holds=else_raises)
+
+    def _picked_by_data(self, before: Dict[str, Value]) -> None:
+        """After an ``if`` on tensor data, a Python value its arms bound differently is data
+        too: LayerDrop's ``to_drop = True`` under ``if torch.rand([]) < p:`` is no setting,
+        and ``if not to_drop: x = layer(x)`` runs the layer on most calls."""
+        for name, v in self.env.items():
+            if v is not before.get(name) and not v.is_tensor and v.kinds and \
+                    v.kinds <= NUMBERS and Tag.DATA not in v.tags:
+                self.env[name] = v.with_(tags=v.tags | {Tag.DATA}, const=None)
 
     def small(self, s: cst.BaseSmallStatement) -> None:
         if isinstance(s, cst.Expr):
