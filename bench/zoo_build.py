@@ -259,6 +259,7 @@ def _keep_invariants(old: Dict[str, Any], out: Dict[str, Any], depthwise: bool =
     if depthwise:
         _keep_depthwise_groups(old, out)
     _keep_vocoder_input(old, out)
+    _keep_window_merge(out)
     rope = out.get("rope_parameters") or out.get("rope_scaling")
     if isinstance(rope, dict) and isinstance(rope.get("mrope_section"), list):
         hd = out.get("head_dim") if _is_int(out.get("head_dim")) else None
@@ -272,6 +273,16 @@ def _keep_invariants(old: Dict[str, Any], out: Dict[str, Any], depthwise: bool =
             if new[0] >= 1:
                 rope = dict(rope, mrope_section=new)
                 out["rope_parameters" if "rope_parameters" in out else "rope_scaling"] = rope
+
+
+def _keep_window_merge(out: Dict[str, Any]) -> None:
+    """A window measured in pixels (Qwen2.5-VL's ``window_size``, 112) holds whole merged
+    patches: the model divides by ``window_size // spatial_merge_size // patch_size``, which
+    the window row's shrink to 4 made 0 (``integer modulo by zero``). It keeps two of them."""
+    window, merge, patch = (out.get(k) for k in ("window_size", "spatial_merge_size", "patch_size"))
+    if _is_int(window) and _is_int(merge) and _is_int(patch) and merge > 0 and patch > 0 \
+            and window // merge // patch == 0:
+        out["window_size"] = 2 * merge * patch
 
 
 GROUPS = re.compile(r"^(?:.*_)?groups$")
