@@ -28,10 +28,12 @@ class TensorIteration(Rule):
     name = "tensor-iteration"
     summary = "A Python loop iterates over a tensor's first dimension"
     evidence = ("specialization", "recompile")
-    # under 0.9 on held-out real code: 0 of 14 right in issue 19's independent,
-    # torch-judged sample of transformers, diffusers and timm findings
-    preview = True
-    measured_precision = 0.00
+    # the zoo's held-out half: 21 of 23 right (tune 23 of 23), once the builder gave
+    # Qwen2.5-VL-family models a window their vision code can divide by and their image-grid
+    # variants replayed. Past 20 held-out findings and over 0.9 there: a default rule (issue
+    # 19's independent sample, taken before the frame and type fixes: 0 of 14)
+    preview = False
+    measured_precision = 0.91  # 21 of 23
     hint = "apply the op to the whole batch, or use torch.vmap"
     VALID = ['''
 import torch
