@@ -610,7 +610,7 @@ class Walker:
         self.size_guards += size
         self.presence_guards += presence
         every_arm_broke = 0
-        before = dict(self.env)
+        before = dict(self.env) if data or v.is_tensor else None
         try:
             if arms:
                 every_arm_broke = self.branches(*arms)
@@ -618,7 +618,7 @@ class Walker:
             self.data_guards -= data
             self.size_guards -= size
             self.presence_guards -= presence
-        if data or v.is_tensor:
+        if before is not None:
             self._picked_by_data(before)
         if every_arm_broke and (data or size or presence) and len(arms) == 2:
             # each arm's break may not run, but one of them does: what follows the `if` runs
