@@ -2007,6 +2007,6 @@ def _iterations(it: Value) -> Optional[DimInfo]:
         return next((d for d in lengths if d is not None and d.state is Dim.VARY), None)
     if it.is_tensor:
         return shapes.dims_of(it).at(0) if it.dims is not None else None
-    if it.has(Kind.RANGE) or (it.kinds and it.kinds <= SEQUENCES):
+    if it.has(Kind.RANGE):
         return it.dim
-    return None
+    return shapes.sequence_length(it)

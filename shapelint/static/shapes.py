@@ -631,7 +631,7 @@ def function_dims(name: str, args: Args, kwargs: Kwargs) -> Optional[Dims]:
     if name == "stack":
         seq = _arg(args, kwargs, 0, "tensors")
         d = _int_const(_arg(args, kwargs, 1, "dim")) or 0
-        rows = _length(seq) if seq is not None and seq.elems is None and d == 0 else None
+        rows = sequence_length(seq) if seq is not None and seq.elems is None and d == 0 else None
         if rows is not None:
             return Dims((rows,), (), None)  # one row per item of a grown list
         if seq is None or seq.elems is None or not seq.elems:
@@ -656,7 +656,7 @@ def function_dims(name: str, args: Args, kwargs: Kwargs) -> Optional[Dims]:
             return dims_of(data)
         if data is not None and data.elems is not None:
             return Dims.of(CONST_DIM)
-        rows = _length(data) if data is not None else None
+        rows = sequence_length(data) if data is not None else None
         if rows is not None:
             return Dims((rows,), (), None)  # `torch.tensor(items)`, a grown list
         if data is not None and data.kinds and data.kinds <= {Kind.INT, Kind.FLOAT, Kind.BOOL}:
@@ -817,7 +817,7 @@ def shape_slice(x: Dims, bounds: Tuple[Optional[Value], ...]) -> Optional[Dims]:
     return None
 
 
-def _length(seq: Value) -> Optional[DimInfo]:
+def sequence_length(seq: Value) -> Optional[DimInfo]:
     """A Python list's length as a dim, where the walk knows it (a list grown once per row of
     a varying dim, ``tolist()`` of a tensor); None otherwise."""
     if seq.kinds and seq.kinds <= SEQUENCES and seq.dim is not None:
