@@ -101,6 +101,18 @@ def inputs(batch):
     INVALID = ['''
 import torch
 from torch import nn
+class FeedForward(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv1d(8, 8, 3, padding=1)
+    def forward(self, hidden_states):
+        hidden_states = hidden_states.transpose(-1, 1)  # (batch, time, 8) -> (batch, 8, time)
+        return self.conv1(hidden_states).transpose(-1, 1)  # error: SL106
+def inputs(batch):
+    return (torch.randn(batch, 16, 8),)
+''', '''
+import torch
+from torch import nn
 class M(nn.Module):
     def __init__(self):
         super().__init__()

@@ -253,8 +253,13 @@ def _transpose(x: Dims, args: Args, kwargs: Kwargs, recv: Value) -> Optional[Dim
         dims = list(x.back)
         dims[a], dims[b] = dims[b], dims[a]
         return Dims(x.front, tuple(dims), None)
-    front = tuple(d for i, d in enumerate(x.front) if i not in (a, b))
-    return Dims(front[:min(a % 64, b % 64)] if a >= 0 and b >= 0 else (), (), None)
+    if (a >= 0) != (b >= 0):
+        # ``transpose(-1, 1)`` of a tensor of unknown rank: the rank is over ``pos`` and at
+        # least ``-neg``, so the negative dim sits at ``pos + 1 + neg`` or later, and the dims
+        # before both stay where they were
+        pos, neg = (a, b) if a >= 0 else (b, a)
+        return Dims(x.front[:min(pos, max(pos + 1 + neg, 0))], (), None)
+    return Dims(x.front[:min(a, b)] if a >= 0 and b >= 0 else (), (), None)
 
 
 def _t(x: Dims, args: Args, kwargs: Kwargs, recv: Value) -> Optional[Dims]:
