@@ -147,7 +147,8 @@ SHRINK: List[Tuple["re.Pattern[str]", Optional[int], Optional[Callable[[int, int
     (_rx("num_groups", "norm_num_groups", "resnet_groups"), 8, None),
 ]
 #: no downloads: a backbone is built from its config, with random weights, by transformers
-#: itself (its timm backbones need torchvision, which transformers cannot import here)
+#: itself where the config lets it choose (a model that only has a timm backbone builds it
+#: through timm, beside the torchvision shim: see ``build_hf``)
 SET_FIELDS = {"use_pretrained_backbone": False, "use_timm_backbone": False}
 #: fields that name stages or layers of the full-size model (a backbone's ``out_features =
 #: ["stage12"]``): dropped, so the library's default (the last stage) applies
@@ -1086,6 +1087,9 @@ def hf_variants(model_type: str) -> List[str]:
 
 
 def build_hf(key: str):
+    # transformers builds a timm backbone only where torchvision imports (its
+    # ``is_timm_available``); the shim's placeholders stand for it as they do for timm's models
+    install_torchvision_shim()
     model_type, variant = variant_of(key)
     if variant and variant not in HF_VARIANTS:
         raise ValueError(f"unknown transformers variant {variant!r} (known: {sorted(HF_VARIANTS)})")
