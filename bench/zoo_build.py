@@ -162,9 +162,11 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def shrink(d: Dict[str, Any], depthwise: bool = False) -> Dict[str, Any]:
+def shrink(d: Dict[str, Any], depthwise: bool = False, fill_unset: bool = False) -> Dict[str, Any]:
     """A config dict, made tiny by the name table ``SHRINK`` (recursively into sub-configs);
-    ``depthwise``: groups counts follow the widths they equalled (see ``_keep_invariants``)."""
+    ``depthwise``: groups counts follow the widths they equalled (see ``_keep_invariants``);
+    ``fill_unset``: sizes a checkpoint always sets get a value where the default is None
+    (see ``_fill_unset``)."""
     out: Dict[str, Any] = {}
     old_layers = d.get("num_hidden_layers") if _is_int(d.get("num_hidden_layers")) else None
     for k, v in d.items():
@@ -174,7 +176,7 @@ def shrink(d: Dict[str, Any], depthwise: bool = False) -> Dict[str, Any]:
             out[k] = SET_FIELDS[k]
             continue
         if isinstance(v, dict) and "model_type" in v:
-            out[k] = shrink(v, depthwise)
+            out[k] = shrink(v, depthwise, fill_unset)
             continue
         out[k] = v
         for pattern, to_int, to_item in SHRINK:
@@ -190,6 +192,8 @@ def shrink(d: Dict[str, Any], depthwise: bool = False) -> Dict[str, Any]:
         if k != "num_hidden_layers" and _is_int(v) and out.get(k) != v and v in lengths:
             out[k] = v
     _keep_invariants(d, out, depthwise)
+    if fill_unset:
+        _fill_unset(out)
     new_layers = out.get("num_hidden_layers")
     if old_layers and _is_int(new_layers) and new_layers < old_layers:
         # per-layer lists (``layer_types``) and per-layer overrides keep one layer of each kind
@@ -219,6 +223,7 @@ def shrink(d: Dict[str, Any], depthwise: bool = False) -> Dict[str, Any]:
             if isinstance(v, dict) and v and all(str(x).isdigit() for x in v):
                 out[k] = {type(x)(keep.index(int(x))) if isinstance(x, int) else str(keep.index(int(x))): y
                           for x, y in v.items() if int(x) in keep}
+    _keep_layer_kinds(out)
     vocab = out.get("vocab_size")
     if _is_int(vocab):
         for k, small in TOKEN_IDS.items():
@@ -234,8 +239,53 @@ def shrink(d: Dict[str, Any], depthwise: bool = False) -> Dict[str, Any]:
     return out
 
 
+def _keep_layer_kinds(out: Dict[str, Any]) -> None:
+    """Layer kinds set by a rule rather than a per-layer list keep every kind within the new
+    layer count, as per-layer lists do: an offset into a period (Jamba's attention every 8th
+    layer from the 4th) moves to the last layer, and a cycle of kinds (RecurrentGemma's
+    recurrent, recurrent, attention) keeps the layers up to each kind's first (at most 4).
+    Cut to 2 layers, such a model has no attention layer, and its cache refuses the forward."""
+    n = out.get("num_hidden_layers")
+    if not _is_int(n) or n < 1:
+        return
+    for k, v in list(out.items()):
+        period = k[:-len("offset")] + "period"
+        if k.endswith("_layer_offset") and _is_int(v) and v >= n and _is_int(out.get(period)):
+            out[k], out[period] = n - 1, n
+    cycle = out.get("block_types")
+    if isinstance(cycle, (list, tuple)) and cycle and all(isinstance(x, str) for x in cycle):
+        need = max(list(cycle).index(kind) for kind in set(cycle)) + 1
+        if n < need <= 4:
+            out["num_hidden_layers"] = need
+
+
 KV_HEADS = ("num_key_value_heads", "num_kv_heads", "n_head_kv", "n_kv_heads")
 HEADS = ("num_attention_heads", "n_head", "num_heads", "n_heads")
+#: expert counts a checkpoint sets where the architecture's default leaves None
+EXPERTS = ("num_experts", "num_local_experts", "n_routed_experts")
+
+
+def _fill_unset(out: Dict[str, Any]) -> None:
+    """Sizes every checkpoint of the architecture sets, left None by its default config (the
+    model then fails to build: ``head_dim ** -0.5``, ``nn.Embedding(None, ...)``): the values
+    transformers' own conventions give them, at the tiny widths (a head's width is the hidden
+    size over the heads, key/value heads default to the heads). Tried only where the plain
+    shrunk config does not build (``build_hf``), so no model that builds changes."""
+    heads = next((out[k] for k in HEADS if _is_int(out.get(k))), None)
+    width = next((out[k] for k in ("hidden_size", "d_model", "n_embd") if _is_int(out.get(k))),
+                 None)
+    for k in KV_HEADS:
+        if k in out and out[k] is None and heads:
+            out[k] = heads
+    if "head_dim" in out and out["head_dim"] is None and heads and width:
+        out["head_dim"] = width // heads
+    if "vocab_size" in out and out["vocab_size"] is None:
+        out["vocab_size"] = VOCAB
+        if "pad_token_id" in out and out["pad_token_id"] is None:  # ESM masks padding by it
+            out["pad_token_id"] = TOKEN_IDS["pad_token_id"]
+    for k in EXPERTS:
+        if k in out and out[k] is None:
+            out[k] = 4
 
 
 def _keep_invariants(old: Dict[str, Any], out: Dict[str, Any], depthwise: bool = False) -> None:
@@ -922,10 +972,11 @@ def _hf_classes(model_type: str, table: str = "MODEL_MAPPING_NAMES"):
     return CONFIG_MAPPING[model_type], getattr(transformers, cls_name)
 
 
-def hf_config(model_type: str, sub_config: str = "", depthwise: bool = False):
+def hf_config(model_type: str, sub_config: str = "", depthwise: bool = False,
+              fill_unset: bool = False):
     """The architecture's default config, shrunk; ``sub_config``: a sub-config the default
     leaves out (``None``: Gemma 4's optional vision and audio) made from its own defaults, for
-    a variant that needs it."""
+    a variant that needs it; ``depthwise``, ``fill_unset``: see ``shrink``."""
     config_cls, model_cls = _hf_classes(model_type)
     d = {k: v for k, v in config_cls().to_dict().items() if k not in DROP_KEYS}
     if sub_config and d.get(sub_config) is None:
@@ -933,7 +984,7 @@ def hf_config(model_type: str, sub_config: str = "", depthwise: bool = False):
         if sub is not None:
             d[sub_config] = {k: v for k, v in sub.to_dict().items()
                              if k not in DROP_KEYS or k == "model_type"}
-    out = shrink(d, depthwise)
+    out = shrink(d, depthwise, fill_unset)
     _default_mrope(out, model_cls)
     return config_cls(**out)
 
@@ -1096,13 +1147,23 @@ def build_hf(key: str):
     _, model_cls = _hf_classes(model_type, HF_VARIANTS[variant].table if variant else
                                "MODEL_MAPPING_NAMES")
     need = HF_VARIANTS[variant].sub_config if variant else ""
-    try:
-        model = model_cls(hf_config(model_type, need))
-    except Exception:  # noqa: BLE001 - a layer refusing the widths (channels vs groups)
-        config = hf_config(model_type, need, depthwise=True)
-        if config.to_dict() == hf_config(model_type, need).to_dict():
-            raise
-        model = model_cls(config)
+    # the plain shrunk config; where it does not build, groups that follow the widths (a layer
+    # refusing channels vs groups), then sizes the default left None, then both
+    tried: List[Dict[str, Any]] = []
+    first: Optional[BaseException] = None
+    for depthwise, fill_unset in ((False, False), (True, False), (False, True), (True, True)):
+        config = hf_config(model_type, need, depthwise=depthwise, fill_unset=fill_unset)
+        if config.to_dict() in tried:
+            continue
+        tried.append(config.to_dict())
+        try:
+            model = model_cls(config)
+            break
+        except Exception as exc:  # noqa: BLE001 - the next way, or the first error
+            first = first or exc
+    else:
+        assert first is not None
+        raise first
     if variant:
         HF_VARIANTS[variant].apply(model)
     return model
@@ -1233,7 +1294,26 @@ def build_diffusers(name: str):
     import diffusers
 
     cls = getattr(diffusers, name)
-    return cls(**diffusers_kwargs(cls))
+    kwargs = diffusers_kwargs(cls)
+    try:
+        return cls(**kwargs)
+    except Exception:  # noqa: BLE001 - a block whose GroupNorm keeps the library's 32 groups
+        wide = _wide_channels(kwargs)
+        if wide == kwargs:
+            raise
+        return cls(**wide)
+
+
+def _wide_channels(kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """The per-block channel lists at 32, 64, 96...: some blocks build ``GroupNorm(32, c)``
+    whatever the config's ``norm_num_groups`` (diffusers' temporal and Mochi VAEs), which the
+    shrunk widths (16, 32...) cannot divide. Tried only where the shrunk config does not build."""
+    out = dict(kwargs)
+    for k, v in kwargs.items():
+        if k.endswith("channels") and isinstance(v, (list, tuple)) and v and \
+                all(_is_int(x) for x in v):
+            out[k] = type(v)(32 * (i + 1) for i in range(len(v)))
+    return out
 
 
 def diffusers_recipe(model: Any, key: str) -> Recipe:

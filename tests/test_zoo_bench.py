@@ -368,6 +368,43 @@ def test_shrink_keeps_the_widths_that_tie_layers_together():
     assert zoo_build.shrink(codec, depthwise=True)["upsample_groups"] == 32
 
 
+def test_shrink_keeps_every_layer_kind_and_fills_sizes_a_checkpoint_sets():
+    """Cut to 2 layers, Jamba's attention (every 8th layer from the 4th) and RecurrentGemma's
+    (third of a cycle) would vanish and their caches refuse the forward: each kind keeps a
+    layer. Sizes the default config leaves None (Ministral's ``head_dim``, ESM's vocabulary)
+    are filled only when asked, after the plain shrink did not build."""
+    import zoo_build
+
+    jamba = zoo_build.shrink({"num_hidden_layers": 32, "attn_layer_period": 8,
+                              "attn_layer_offset": 4, "expert_layer_period": 2,
+                              "expert_layer_offset": 1})
+    kinds = {i % jamba["attn_layer_period"] == jamba["attn_layer_offset"]
+             for i in range(jamba["num_hidden_layers"])}
+    assert kinds == {True, False} and jamba["expert_layer_offset"] == 1
+    gemma = zoo_build.shrink({"num_hidden_layers": 26,
+                              "block_types": ["recurrent", "recurrent", "attention"]})
+    assert gemma["num_hidden_layers"] == 3
+    unset = {"hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": None,
+             "head_dim": None, "vocab_size": None, "pad_token_id": None, "num_experts": None}
+    assert zoo_build.shrink(unset)["head_dim"] is None  # builds that work keep their config
+    filled = zoo_build.shrink(unset, fill_unset=True)
+    assert filled["head_dim"] * filled["num_attention_heads"] == filled["hidden_size"]
+    assert filled["num_key_value_heads"] == filled["num_attention_heads"]
+    assert filled["vocab_size"] == zoo_build.VOCAB and filled["pad_token_id"] == 0
+    assert filled["num_experts"] == 4
+
+
+def test_diffusers_channels_widen_only_where_the_shrunk_ones_do_not_build():
+    """A block with the library's GroupNorm(32) cannot take 16 channels: the per-block
+    channel lists go to multiples of 32, and a list of something else stays."""
+    import zoo_build
+
+    wide = zoo_build._wide_channels({"block_out_channels": (16, 32, 48), "layers": [1, 2],
+                                     "down_block_types": ("A", "B")})
+    assert wide == {"block_out_channels": (32, 64, 96), "layers": [1, 2],
+                    "down_block_types": ("A", "B")}
+
+
 def test_an_exact_multimodal_rotary_split_gets_a_head_wide_enough():
     """GLM-4V splits half of each head's rotary dim into three sections: a shrunk head of 8,
     half of it rotated, is widened so each section keeps a pair; an interleaved rotary code
