@@ -47,6 +47,32 @@ class M(torch.nn.Module):
     def forward(self, x):
         self.last = x.sum(-1, keepdim=True)  # never read before it is stored: no guard
         return x - self.last
+''', '''
+import torch
+from torch import nn
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.state = None
+    def reset(self):
+        self.state = None
+    def forward(self, x):
+        if self.state is None or self.state.shape[0] != x.shape[0]:
+            self.state = torch.zeros_like(x)
+        self.state = self.state + x  # reset by the model in this call: it reads no old tensor
+        return x * 2 + self.state
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList([Block(), Block()])
+    def forward(self, x):
+        for block in self.blocks:
+            block.reset()
+        for block in self.blocks:
+            x = block(x)
+        return x
+def inputs(batch):
+    return (torch.randn(batch, 4),)
 ''']
     INVALID = ['''
 import torch
@@ -69,6 +95,8 @@ class M(torch.nn.Module):
         first = site.fn.first_state_read(site.attr)
         if first is None:
             return  # never read here: Dynamo does not guard it
+        if site.fn.stored_before(site.attr):
+            return  # reset earlier in the region (a cache the model clears): no guard on it
         line = site.fn.position(site.node, site.near)[0]
         if first >= line:
             return  # read after the store: the read sees this call's tensor, no guard

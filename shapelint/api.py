@@ -92,6 +92,11 @@ class Function(Protocol):
         """The first line of this function that reads ``self.<path>``: where Dynamo installs
         the guard on it (one guard per attribute, whichever later lines read it again)."""
 
+    def stored_before(self, attr: str) -> bool:
+        """Whether the compiled region stored ``self.<attr>`` (on an instance of this class)
+        before this function began: a cache reset by the model's forward before its layers
+        run. The function then reads what this call stored, not what the last call left."""
+
     def code(self, node: "cst.CSTNode") -> str:
         """Source text of a node of this function."""
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Callable, Dict, FrozenSet, List, Optional, Protocol, Sequence, Tuple, Union, cast
+from typing import Callable, Dict, FrozenSet, List, Optional, Protocol, Sequence, Set, Tuple, Union, cast
 
 import libcst as cst
 import networkx as nx
@@ -72,6 +72,8 @@ class FunctionContext:
         self.instance = instance if instance is not None else info.cls
         #: the statement the walk is in: where to look first for a node's position
         self.stmt: Optional[cst.CSTNode] = None
+        #: (class, attribute) the region stored on ``self`` before this function began
+        self.stored_earlier: FrozenSet[Tuple[str, str]] = frozenset()
 
     @property
     def symbol(self) -> str:
@@ -111,6 +113,10 @@ class FunctionContext:
 
     def first_state_read(self, path: str) -> Optional[int]:
         return self.info.self_state.first_read.get("self." + path)
+
+    def stored_before(self, attr: str) -> bool:
+        cls = self._self_class
+        return cls is not None and (cls.qualname, attr) in self.stored_earlier
 
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code(node)
@@ -212,12 +218,16 @@ class Analyzer:
         #: the values that are inputs of a traced frame (the entry's arguments, locals that
         #: crossed a graph break), by id; kept alive here so that no id is reused
         self.graph_inputs: Dict[int, Value] = {}
+        #: (class, attribute) stored on ``self`` so far in the walk of the entry under way,
+        #: in the order the region runs (``FunctionContext.stored_before``)
+        self.stored: Set[Tuple[str, str]] = set()
 
     # -- entry points -------------------------------------------------------------------------
     def analyze_entry(self, fn: FunctionInfo) -> None:
         self.graph.add_node(fn.qualname, entry=True, path=fn.module.path)
         args = self.regions.entry_args(fn, FunctionContext(fn, fn.qualname, project=self.project))
         self.graph_inputs = {}
+        self.stored = set()
         self.add_graph_inputs(args.values())
         limit = self.project.limits.max_walk_seconds
         self.deadline = time.monotonic() + limit
@@ -264,8 +274,9 @@ class Analyzer:
         self._stack.append(fn.qualname)
         eager, self.eager = self.eager, 0
         try:
-            walker = Walker(self, FunctionContext(fn, root, instance, self.project), args, flag_guarded,
-                            own_frame)
+            ctx = FunctionContext(fn, root, instance, self.project)
+            ctx.stored_earlier = frozenset(self.stored)
+            walker = Walker(self, ctx, args, flag_guarded, own_frame)
             result = walker.run()
             self._broke[key] = walker.frames.broke
         except (TooDeep, RecursionError):
@@ -786,6 +797,8 @@ class Walker:
         self.emit("on_state_write", api.StateWrite(node, v, self.ctx, attr=attr, op=op,
                                                    read_in_region=read,
                                                    attr_kind=info.kind if info else ""))
+        if op == "assign" and self.cls is not None:
+            self.a.stored.add((self.cls.qualname, attr))
 
     # -- conditions -------------------------------------------------------------------------------
     def condition(self, expr: cst.BaseExpression, context: str, validates: bool = False) -> Value:
