@@ -1496,3 +1496,64 @@ def test_the_module_mode_decides_self_training(tmp_path):
         write_tree(root, {"m.py": body})
         lines[mode] = [f.line for f in check_tree(root, select=["SL201"], module_mode=mode).findings]
     assert lines["eval"] == [6] and lines["any"] == [6] and lines["train"] == [6, 18]
+
+
+CLASS_TABLE = """
+import torch
+from torch import nn
+
+
+class Dense(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class Sparse(nn.Module):
+    def forward(self, x):
+        hit = torch.greater(x.sum(-1), 0).nonzero()  # break
+        return x * hit.shape[0]
+
+
+class Mamba(nn.Module):
+    def __init__(self, config, layer_idx):
+        super().__init__()
+        ffn_class = Sparse if config.num_experts > 1 else Dense
+        self.ff = ffn_class(config)
+
+    def forward(self, x):
+        return self.ff(x)
+
+
+class Attn(Mamba):
+    pass
+
+
+LAYER_TYPES = {"attention": Attn, "mamba": Mamba}
+
+
+class Model(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        layers = []
+        for i in range(config.num_hidden_layers):
+            layer_class = LAYER_TYPES[config.layer_types[i]]
+            layers.append(layer_class(config, layer_idx=i))
+        self.layers = nn.ModuleList(layers)
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+"""
+
+
+def test_a_class_picked_from_a_table_or_by_a_test_is_each_of_its_classes(tree):
+    """Jamba builds its layers as ``LAYER_TYPES[kind](config)`` and its feed-forward as
+    ``(Sparse if experts > 1 else Dense)(config)``: the walk runs each class, so the sparse
+    block's break is found from the model's forward (it was reached from nowhere)."""
+    found = {(line, rule) for _, line, rule in tree({"m.py": CLASS_TABLE}, select=["ALL"])}
+    assert (_line(CLASS_TABLE, "# break"), "SL204") in found, found

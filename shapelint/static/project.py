@@ -9,6 +9,7 @@ a time, only when the dataflow walks it: most code of a large tree never reaches
 from __future__ import annotations
 
 import ast
+import copy
 import functools
 import os
 import re
@@ -422,6 +423,9 @@ class ModuleInfo:
         self.mutated_globals: Set[str] = set()
         #: module-level names bound to a dict, list, tuple or set display or comprehension
         self.containers: Set[str] = set()
+        #: module-level dicts of classes (``LAYER_TYPES = {"attention": Attn, "mamba":
+        #: Mamba}``): name -> the class expressions, for ``LAYER_TYPES[kind](config)``
+        self.class_tables: Dict[str, List[ast.expr]] = {}
         text = source.text
         self.compile_targets: Set[str] = set(m.group(1).split(".")[-1]
                                              for m in COMPILE_CALL.finditer(text)) \
@@ -564,6 +568,9 @@ class ModuleInfo:
                             self.loggers.add(t.id)
                         if isinstance(stmt.value, CONTAINER_DISPLAYS):
                             self.containers.add(t.id)
+                        classes = _class_table(stmt.value)
+                        if classes:
+                            self.class_tables[t.id] = classes
         for fn in self.functions.values():
             fn.decorators = self._decorators(fn.tree)
             if any(d.endswith("custom_op") for d in fn.decorators):
@@ -657,7 +664,9 @@ def _init_attrs(init: FunctionNode, module: ModuleInfo) -> Dict[str, AttrInfo]:
     attrs: Dict[str, AttrInfo] = {}
     local_items: Dict[str, List[ast.expr]] = {}
     read = _config_reader(init, module)
+    aliases: Dict[str, List[ast.expr]] = {}
     for node in _statements(init.body):  # in source order: the first store decides, unless vague
+        node = _bind_class_aliases(node, module, aliases)
         _collect_items(node, local_items)
         grown = _appended(node) or _added_to_self(node)
         if grown is not None and grown[0] == SELF_ITEMS and grown[0] not in attrs:
@@ -684,6 +693,74 @@ def _init_attrs(init: FunctionNode, module: ModuleInfo) -> Dict[str, AttrInfo]:
         chosen.per_instance = True
         attrs[attr] = chosen
     return attrs
+
+
+def _is_class_name(expr: ast.expr) -> bool:
+    name = ast_dotted(expr) or ""
+    return bool(name) and name.split(".")[-1][:1].isupper()
+
+
+def _class_table(value: ast.expr) -> List[ast.expr]:
+    """The classes of a dict display whose every value names a class, else nothing."""
+    if not isinstance(value, ast.Dict) or not value.values or \
+            not all(v is not None and _is_class_name(v) for v in value.values):
+        return []
+    return list(value.values)
+
+
+def _class_choices(expr: ast.expr, module: ModuleInfo,
+                   aliases: Dict[str, List[ast.expr]]) -> List[ast.expr]:
+    """The classes an expression of ``__init__`` may name: a class, an alias bound before,
+    ``A if test else B``, a module-level table of classes indexed (``LAYER_TYPES[kind]``)."""
+    if isinstance(expr, ast.Name) and expr.id in aliases:
+        return aliases[expr.id]
+    if _is_class_name(expr):
+        return [expr]
+    if isinstance(expr, ast.IfExp):
+        body = _class_choices(expr.body, module, aliases)
+        orelse = _class_choices(expr.orelse, module, aliases)
+        return body + orelse if body and orelse else []
+    if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Name):
+        return list(module.class_tables.get(expr.value.id, []))
+    return []
+
+
+class _AliasCalls(ast.NodeTransformer):
+    """``alias(args)`` of a local name bound to one of several classes: ``A(args) if ...
+    else B(args)``, which the classification reads as a module of either class."""
+
+    def __init__(self, aliases: Dict[str, List[ast.expr]]) -> None:
+        self.aliases = aliases
+
+    def visit_Call(self, node: ast.Call) -> ast.expr:
+        self.generic_visit(node)
+        if not (isinstance(node.func, ast.Name) and node.func.id in self.aliases):
+            return node
+        calls = [ast.Call(func=c, args=node.args, keywords=node.keywords)
+                 for c in self.aliases[node.func.id]]
+        out: ast.expr = calls[-1]
+        for call in reversed(calls[:-1]):
+            out = ast.IfExp(test=ast.Constant(True), body=call, orelse=out)
+        return ast.copy_location(out, node)
+
+
+def _bind_class_aliases(node: ast.stmt, module: ModuleInfo,
+                        aliases: Dict[str, List[ast.expr]]) -> ast.stmt:
+    """Record ``layer_class = LAYER_TYPES[kind]`` (or ``A if test else B``), and return the
+    statement with calls of such aliases spelt as calls of their classes (a copy; the
+    summary's tree is left as it is)."""
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+            isinstance(node.targets[0], ast.Name):
+        name = node.targets[0].id
+        choices = _class_choices(node.value, module, aliases)
+        if len(choices) > 1 or (choices and not _is_class_name(node.value)):
+            aliases[name] = choices
+        else:
+            aliases.pop(name, None)
+    if aliases and any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and
+                       n.func.id in aliases for n in ast.walk(node)):
+        return _AliasCalls(aliases).visit(copy.deepcopy(node))
+    return node
 
 
 def _self_stores(node: ast.AST) -> List[Tuple[str, ast.expr]]:
@@ -779,7 +856,12 @@ def _with_items(info: AttrInfo, items: List[ast.expr], module: ModuleInfo,
     list runs every one of them at the same line."""
     classes = [c for c in info.cls.split("|") if c]
     inits = list(info.init)
-    for item in items:
+    pending = list(items)
+    while pending:
+        item = pending.pop(0)
+        if isinstance(item, ast.IfExp):  # `A(c) if test else B(c)`: an item of either class
+            pending[:0] = [item.body, item.orelse]
+            continue
         if isinstance(item, ast.Call):
             name = _built_class(item.func, module, defaults)
             if not name:
