@@ -1557,3 +1557,4 @@ def test_a_class_picked_from_a_table_or_by_a_test_is_each_of_its_classes(tree):
     block's break is found from the model's forward (it was reached from nowhere)."""
     found = {(line, rule) for _, line, rule in tree({"m.py": CLASS_TABLE}, select=["ALL"])}
     assert (_line(CLASS_TABLE, "# break"), "SL204") in found, found
+

@@ -665,8 +665,13 @@ def _init_attrs(init: FunctionNode, module: ModuleInfo) -> Dict[str, AttrInfo]:
     local_items: Dict[str, List[ast.expr]] = {}
     read = _config_reader(init, module)
     aliases: Dict[str, List[ast.expr]] = {}
+    # what differs from one instance to the next: an argument other than the shared config,
+    # a loop's variable (``for i in range(config.num_hidden_layers)``)
+    varying = {p for p in params if p not in _SHARED_PARAMS} | {
+        t.id for n in ast.walk(init) if isinstance(n, (ast.For, ast.comprehension))
+        for t in ast.walk(n.target) if isinstance(t, ast.Name)}
     for node in _statements(init.body):  # in source order: the first store decides, unless vague
-        node = _bind_class_aliases(node, module, aliases)
+        node = _bind_class_aliases(node, module, aliases, varying)
         _collect_items(node, local_items)
         grown = _appended(node) or _added_to_self(node)
         if grown is not None and grown[0] == SELF_ITEMS and grown[0] not in attrs:
@@ -708,8 +713,8 @@ def _class_table(value: ast.expr) -> List[ast.expr]:
     return list(value.values)
 
 
-def _class_choices(expr: ast.expr, module: ModuleInfo,
-                   aliases: Dict[str, List[ast.expr]]) -> List[ast.expr]:
+def _class_choices(expr: ast.expr, module: ModuleInfo, aliases: Dict[str, List[ast.expr]],
+                   varying: Set[str]) -> List[ast.expr]:
     """The classes an expression of ``__init__`` may name: a class, an alias bound before,
     ``A if test else B``, a module-level table of classes indexed (``LAYER_TYPES[kind]``)."""
     if isinstance(expr, ast.Name) and expr.id in aliases:
@@ -717,50 +722,75 @@ def _class_choices(expr: ast.expr, module: ModuleInfo,
     if _is_class_name(expr):
         return [expr]
     if isinstance(expr, ast.IfExp):
-        body = _class_choices(expr.body, module, aliases)
-        orelse = _class_choices(expr.orelse, module, aliases)
+        body = _class_choices(expr.body, module, aliases, varying)
+        orelse = _class_choices(expr.orelse, module, aliases, varying)
         return body + orelse if body and orelse else []
-    if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Name):
-        return list(module.class_tables.get(expr.value.id, []))
+    if _table_pick(expr, module, varying):
+        return list(module.class_tables[expr.value.id])  # type: ignore[attr-defined]
     return []
 
 
-class _AliasCalls(ast.NodeTransformer):
-    """``alias(args)`` of a local name bound to one of several classes: ``A(args) if ...
-    else B(args)``, which the classification reads as a module of either class."""
+def _table_pick(expr: ast.expr, module: ModuleInfo, varying: Set[str]) -> bool:
+    """``TABLE[key]`` of a table of classes, with a key that differs from instance to instance
+    (``LAYER_TYPES[config.layer_types[layer_idx]]``): the blocks are of each class. A key the
+    config alone decides (``ATTENTION_CLASSES[config._attn_implementation]``) picks one
+    implementation the walk cannot know, and is left unresolved."""
+    return isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Name) and \
+        expr.value.id in module.class_tables and \
+        any(isinstance(n, ast.Name) and n.id in varying for n in ast.walk(expr.slice))
 
-    def __init__(self, aliases: Dict[str, List[ast.expr]]) -> None:
+
+class _AliasCalls(ast.NodeTransformer):
+    """``alias(args)`` of a local name bound to one of several classes (or ``TABLE[kind](args)``
+    of a table of classes): ``A(args) if ... else B(args)``, which the classification reads as
+    a module of either class."""
+
+    def __init__(self, module: ModuleInfo, aliases: Dict[str, List[ast.expr]],
+                 varying: Set[str]) -> None:
+        self.module = module
         self.aliases = aliases
+        self.varying = varying
 
     def visit_Call(self, node: ast.Call) -> ast.expr:
         self.generic_visit(node)
-        if not (isinstance(node.func, ast.Name) and node.func.id in self.aliases):
+        choices = _called_choices(node, self.module, self.aliases, self.varying)
+        if not choices:
             return node
-        calls = [ast.Call(func=c, args=node.args, keywords=node.keywords)
-                 for c in self.aliases[node.func.id]]
+        calls = [ast.Call(func=c, args=node.args, keywords=node.keywords) for c in choices]
         out: ast.expr = calls[-1]
         for call in reversed(calls[:-1]):
             out = ast.IfExp(test=ast.Constant(True), body=call, orelse=out)
         return ast.copy_location(out, node)
 
 
-def _bind_class_aliases(node: ast.stmt, module: ModuleInfo,
-                        aliases: Dict[str, List[ast.expr]]) -> ast.stmt:
+def _bind_class_aliases(node: ast.stmt, module: ModuleInfo, aliases: Dict[str, List[ast.expr]],
+                        varying: Set[str]) -> ast.stmt:
     """Record ``layer_class = LAYER_TYPES[kind]`` (or ``A if test else B``), and return the
     statement with calls of such aliases spelt as calls of their classes (a copy; the
     summary's tree is left as it is)."""
     if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
             isinstance(node.targets[0], ast.Name):
         name = node.targets[0].id
-        choices = _class_choices(node.value, module, aliases)
+        choices = _class_choices(node.value, module, aliases, varying)
         if len(choices) > 1 or (choices and not _is_class_name(node.value)):
             aliases[name] = choices
         else:
             aliases.pop(name, None)
-    if aliases and any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and
-                       n.func.id in aliases for n in ast.walk(node)):
-        return _AliasCalls(aliases).visit(copy.deepcopy(node))
+    if any(isinstance(n, ast.Call) and _called_choices(n, module, aliases, varying)
+           for n in ast.walk(node)):
+        return _AliasCalls(module, aliases, varying).visit(copy.deepcopy(node))
     return node
+
+
+def _called_choices(call: ast.Call, module: ModuleInfo, aliases: Dict[str, List[ast.expr]],
+                    varying: Set[str]) -> List[ast.expr]:
+    """The classes a call builds when its callee is an alias or an indexed table of classes."""
+    func = call.func
+    if isinstance(func, ast.Name) and func.id in aliases:
+        return aliases[func.id]
+    if _table_pick(func, module, varying):
+        return list(module.class_tables[func.value.id])  # type: ignore[attr-defined]
+    return []
 
 
 def _self_stores(node: ast.AST) -> List[Tuple[str, ast.expr]]:
