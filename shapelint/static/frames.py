@@ -217,14 +217,13 @@ class Frames:
         than the int itself (after the break at ``brk``, first read at ``read``). That tensor
         is then an input of the frame whose dim changes whenever the int does, and its guard
         fails first: a recompile torch makes itself (automatic dynamic shapes), in which the int
-        turns dynamic as well, so the int costs nothing more (longformer 828, case r23: never
-        blamed). An int read first is named by torch (examples/decoder.py line 44, longformer
-        538), and so is one whose guard torch checks first. Only a plain dim is carried
-        (``seq_len``): an int computed from it (``padding_len = (8 - seq_len % 8) % 8``) may
-        keep its value while the dim changes (7 for lengths 33 and 9), stay static after the
-        tensor turned dynamic, and fail its own guard later: the zoo's Longformer and LED
-        (1352, 1332) recompile on ``padding_len == 7``. Whether it does depends on the order
-        of lengths: case r13's lengths change both together, and torch never blamed its pad."""
+        turns dynamic as well, so the int costs nothing more (longformer 828 and 1352, cases
+        r13 and r23: never blamed). An int read first is named by torch (examples/decoder.py
+        line 44, longformer 538), and so is one whose guard torch checks first. Only a plain
+        dim is carried (``seq_len``): an int computed from it (``padding_len = (8 - seq_len %
+        8) % 8``) keeps its value while the dim changes (7 for lengths 33 and 9), stays
+        static after the tensor turned dynamic, and fails its own guard later (longformer
+        and LED 1352/1332, measured)."""
         carriers = self.carriers.pop(name, None)
         if not carriers:
             return False
