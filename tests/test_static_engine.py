@@ -1558,30 +1558,3 @@ def test_a_class_picked_from_a_table_or_by_a_test_is_each_of_its_classes(tree):
     found = {(line, rule) for _, line, rule in tree({"m.py": CLASS_TABLE}, select=["ALL"])}
     assert (_line(CLASS_TABLE, "# break"), "SL204") in found, found
 
-
-
-PAD_TO_WINDOW = """
-import torch
-from torch import nn
-
-
-class Model(nn.Module):
-    def forward(self, input_ids):
-        b, seq_len = input_ids.shape[:2]
-        padding_len = (8 - seq_len % 8) % 8
-        if padding_len > 0:
-            print("padded")
-            input_ids = nn.functional.pad(input_ids, (0, padding_len), value=0)  # guarded
-        return input_ids * 2
-"""
-
-
-def test_a_derived_int_read_after_a_break_in_the_same_arm_is_guarded(tree):
-    """Longformer pads to its window after a warning, under ``if padding_len > 0:``. The
-    break may not run, but the pad after it in the same arm runs only when it did, in the
-    resumed frame. ``padding_len`` is no dim of ``input_ids`` (it repeats as the length
-    changes: 7 for 33 and 9): measured on torch 2.13 over lengths 64, 33, 16, 9, 5, the
-    resumed frame recompiles on ``padding_len == 7`` at the pad, after ``input_ids`` turned
-    dynamic, as the zoo's Longformer and LED records show."""
-    found = {(line, rule) for _, line, rule in tree({"m.py": PAD_TO_WINDOW}, select=["ALL"])}
-    assert (_line(PAD_TO_WINDOW, "# guarded"), "SL104") in found, found

@@ -501,12 +501,10 @@ class Walker:
             self.done = False
             self.flag_guards += configured
             breaks, hard = self.frames.count, self.frames.hard_count
-            self.frames.enter_arm()
             try:
                 self.suite(suite)
             finally:
                 self.flag_guards -= configured
-                self.frames.leave_arm()
             if self.done:  # this arm returned or raised: nothing of it reaches what follows
                 ended += 1
                 continue

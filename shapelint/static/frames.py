@@ -76,10 +76,6 @@ class Frames:
         self.held_across: Dict[int, Value] = {}
         #: names holding Python numbers that crossed a graph break, until their first read
         self.crossed: Dict[str, cst.CSTNode] = {}
-        #: per arm of an ``if`` (or loop body) under way, the names that crossed a break which
-        #: may not run (under a test of data or of a varying size): a read later in the same
-        #: arm follows the break whenever it runs; the crossing ends with the arm
-        self.arm_crossed: List[Set[str]] = []
         #: per-instance attributes already read after the graph break
         self.read_after_break: Set[str] = set()
         #: per crossed size, the locals holding the tensors it was read from (see
@@ -163,15 +159,7 @@ class Frames:
             return  # "Uninitialized nn.Module": no resume frame, the rest runs eagerly
         if w.data_guards or w.size_guards:
             # it may not run: `if is_global_attn:` was False in every longformer call, and a
-            # table grows under `if seq_len > self.weights.size(0):` only for a longer input.
-            # What the same arm reads after it follows it whenever it runs (longformer pads
-            # by `padding_len` after warning, under `if padding_len > 0:`)
-            if self.arm_crossed and not self.eager:
-                for name, v in w.env.items():
-                    if v.is_size and v.varies and name not in self.crossed:
-                        self.crossed[name] = node
-                        self.carriers[name] = self.carrier_names(v) if v.direct else None
-                        self.arm_crossed[-1].add(name)
+            # table grows under `if seq_len > self.weights.size(0):` only for a longer input
             return
         # each resume frame takes the live ints as new inputs and guards them again at its
         # first read of each (longformer: seq_len after each of two breaks, lines 828/847)
@@ -180,17 +168,8 @@ class Frames:
                 # (one not read since an earlier break is an input of this frame now: the
                 # frame in between never read it)
                 self.crossed[name] = node
-                self.carriers[name] = self.carrier_names(v) if v.is_size and v.direct else None
+                self.carriers[name] = self.carrier_names(v) if v.is_size else None
             self.hold(v)
-
-    def enter_arm(self) -> None:
-        self.arm_crossed.append(set())
-
-    def leave_arm(self) -> None:
-        """The arm ends: a crossing of a break that may not have run ends with it."""
-        for name in self.arm_crossed.pop():
-            self.crossed.pop(name, None)
-            self.carriers.pop(name, None)
 
     def callee_broke(self, stmt: cst.CSTNode, hard: bool, returned: Value) -> None:
         """The graph broke inside a callee: this frame resumes after the call, taking what
@@ -219,11 +198,7 @@ class Frames:
         fails first: a recompile torch makes itself (automatic dynamic shapes), in which the int
         turns dynamic as well, so the int costs nothing more (longformer 828 and 1352, cases
         r13 and r23: never blamed). An int read first is named by torch (examples/decoder.py
-        line 44, longformer 538), and so is one whose guard torch checks first. Only a plain
-        dim is carried (``seq_len``): an int computed from it (``padding_len = (8 - seq_len %
-        8) % 8``) keeps its value while the dim changes (7 for lengths 33 and 9), stays
-        static after the tensor turned dynamic, and fails its own guard later (longformer
-        and LED 1352/1332, measured)."""
+        line 44, longformer 538), and so is one whose guard torch checks first."""
         carriers = self.carriers.pop(name, None)
         if not carriers:
             return False
