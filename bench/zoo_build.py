@@ -283,6 +283,10 @@ def _fill_unset(out: Dict[str, Any]) -> None:
         out["vocab_size"] = VOCAB
         if "pad_token_id" in out and out["pad_token_id"] is None:  # ESM masks padding by it
             out["pad_token_id"] = TOKEN_IDS["pad_token_id"]
+    vocab = out.get("vocab_size")
+    for k, v in list(out.items()):  # a CTC head's `blank_token_id` must be a class it has
+        if k.endswith("_token_id") and _is_int(v) and _is_int(vocab) and v >= vocab:
+            out[k] = TOKEN_IDS.get(k, 3)
     for k in EXPERTS:
         if k in out and out[k] is None:
             out[k] = 4
@@ -1152,11 +1156,11 @@ def build_hf(key: str):
     tried: List[Dict[str, Any]] = []
     first: Optional[BaseException] = None
     for depthwise, fill_unset in ((False, False), (True, False), (False, True), (True, True)):
-        config = hf_config(model_type, need, depthwise=depthwise, fill_unset=fill_unset)
-        if config.to_dict() in tried:
-            continue
-        tried.append(config.to_dict())
-        try:
+        try:  # (a config class that validates refuses some shrunk configs itself)
+            config = hf_config(model_type, need, depthwise=depthwise, fill_unset=fill_unset)
+            if config.to_dict() in tried:
+                continue
+            tried.append(config.to_dict())
             model = model_cls(config)
             break
         except Exception as exc:  # noqa: BLE001 - the next way, or the first error

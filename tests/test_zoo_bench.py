@@ -385,9 +385,13 @@ def test_shrink_keeps_every_layer_kind_and_fills_sizes_a_checkpoint_sets():
                               "block_types": ["recurrent", "recurrent", "attention"]})
     assert gemma["num_hidden_layers"] == 3
     unset = {"hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": None,
-             "head_dim": None, "vocab_size": None, "pad_token_id": None, "num_experts": None}
+             "head_dim": None, "vocab_size": None, "pad_token_id": None, "num_experts": None,
+             "ctc_config": {"model_type": "ctc", "vocab_size": 1024, "blank_token_id": 1023}}
     assert zoo_build.shrink(unset)["head_dim"] is None  # builds that work keep their config
+    assert zoo_build.shrink(unset)["ctc_config"]["blank_token_id"] == 1023
     filled = zoo_build.shrink(unset, fill_unset=True)
+    ctc = filled["ctc_config"]
+    assert ctc["blank_token_id"] < ctc["vocab_size"] == zoo_build.VOCAB
     assert filled["head_dim"] * filled["num_attention_heads"] == filled["hidden_size"]
     assert filled["num_key_value_heads"] == filled["num_attention_heads"]
     assert filled["vocab_size"] == zoo_build.VOCAB and filled["pad_token_id"] == 0
