@@ -725,19 +725,19 @@ def _class_choices(expr: ast.expr, module: ModuleInfo, aliases: Dict[str, List[a
         body = _class_choices(expr.body, module, aliases, varying)
         orelse = _class_choices(expr.orelse, module, aliases, varying)
         return body + orelse if body and orelse else []
-    if _table_pick(expr, module, varying):
-        return list(module.class_tables[expr.value.id])  # type: ignore[attr-defined]
+    return _table_pick(expr, module, varying)
+
+
+def _table_pick(expr: ast.expr, module: ModuleInfo, varying: Set[str]) -> List[ast.expr]:
+    """The classes of ``TABLE[key]``, a table of classes indexed by a key that differs from
+    instance to instance (``LAYER_TYPES[config.layer_types[layer_idx]]``): the blocks are of
+    each class. A key the config alone decides (``ATTENTION_CLASSES[config._attn_implementation]``)
+    picks one implementation the walk cannot know: nothing."""
+    if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Name) and \
+            expr.value.id in module.class_tables and \
+            any(isinstance(n, ast.Name) and n.id in varying for n in ast.walk(expr.slice)):
+        return list(module.class_tables[expr.value.id])
     return []
-
-
-def _table_pick(expr: ast.expr, module: ModuleInfo, varying: Set[str]) -> bool:
-    """``TABLE[key]`` of a table of classes, with a key that differs from instance to instance
-    (``LAYER_TYPES[config.layer_types[layer_idx]]``): the blocks are of each class. A key the
-    config alone decides (``ATTENTION_CLASSES[config._attn_implementation]``) picks one
-    implementation the walk cannot know, and is left unresolved."""
-    return isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Name) and \
-        expr.value.id in module.class_tables and \
-        any(isinstance(n, ast.Name) and n.id in varying for n in ast.walk(expr.slice))
 
 
 class _AliasCalls(ast.NodeTransformer):
@@ -763,6 +763,10 @@ class _AliasCalls(ast.NodeTransformer):
         return ast.copy_location(out, node)
 
 
+#: the statements ``_init_attrs`` reads: stores, growth of a list, a call statement
+_READ_STATEMENTS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr)
+
+
 def _bind_class_aliases(node: ast.stmt, module: ModuleInfo, aliases: Dict[str, List[ast.expr]],
                         varying: Set[str]) -> ast.stmt:
     """Record ``layer_class = LAYER_TYPES[kind]`` (or ``A if test else B``), and return the
@@ -776,8 +780,11 @@ def _bind_class_aliases(node: ast.stmt, module: ModuleInfo, aliases: Dict[str, L
             aliases[name] = choices
         else:
             aliases.pop(name, None)
-    if any(isinstance(n, ast.Call) and _called_choices(n, module, aliases, varying)
-           for n in ast.walk(node)):
+    # only the simple statements the summary reads (a stored attribute, a list grown): a
+    # compound one's inner statements come on their own, and are rewritten then
+    if isinstance(node, _READ_STATEMENTS) and any(
+            isinstance(n, ast.Call) and _called_choices(n, module, aliases, varying)
+            for n in ast.walk(node)):
         return _AliasCalls(module, aliases, varying).visit(copy.deepcopy(node))
     return node
 
@@ -788,9 +795,7 @@ def _called_choices(call: ast.Call, module: ModuleInfo, aliases: Dict[str, List[
     func = call.func
     if isinstance(func, ast.Name) and func.id in aliases:
         return aliases[func.id]
-    if _table_pick(func, module, varying):
-        return list(module.class_tables[func.value.id])  # type: ignore[attr-defined]
-    return []
+    return _table_pick(func, module, varying)
 
 
 def _self_stores(node: ast.AST) -> List[Tuple[str, ast.expr]]:
