@@ -1,11 +1,12 @@
-from shapelint.api import Kind, NameUse, Rule, Tag, varying_size
+from shapelint.api import Kind, NameUse, Rule, Tag, varying_shape_dim, varying_size
 
 
 class SizeAcrossBreak(Rule):
     """
     ## What it does
-    Finds a Python int that differs between calls (a varying tensor size, a layer index) where
-    a frame that takes it as an input first reads it:
+    Finds a Python int that differs between calls (a varying tensor size, a layer index), or a
+    `torch.Size` that holds one (`orig_shape = x.shape`), where a frame that takes it as an
+    input first reads it:
     - after a graph break in its function (the first read in each resumed frame);
     - in a function that breaks the graph, which Dynamo compiles as a frame of its own when a
       compiled frame calls it, or whatever it does when eagerly run code calls it: its first
@@ -20,12 +21,16 @@ class SizeAcrossBreak(Rule):
     shapes make it symbolic (one more compile), or on every change under `dynamic=False`.
     A layer index passed into a function that breaks recompiles it for the second layer.
 
-    torch names only the first failing guard of a recompile. An int read from a tensor that
-    the resumed frame reads no later than the int (an earlier line, or the same statement) is
-    not reported: that tensor's guard usually fails first, a recompile torch makes itself
+    A Size is a tuple of such ints: the frame guards each (`orig_shape[1] == 64`).
+
+    torch names only the first failing guard of a recompile, and checks a frame's guards in
+    their sort order (shorter names first), not in the order the frame reads its inputs. An
+    int read from a tensor that the resumed frame also reads, under a name that sorts first,
+    is not reported: that tensor's guard fails first, a recompile torch makes itself
     (automatic dynamic shapes) in which the int turns dynamic too, so the int costs nothing
-    more (measured: torch named the tensor in longformer 828 and 1352 and case r23, and named
-    the int in `return x * peak + torch.ones(n, 1)`).
+    more (measured: torch named the tensor in longformer 828 and 1352 and case r23, and
+    `residuals` before `orig_shape` in DeepSeek-V3's MoE block; it named the int in
+    `return x * peak + torch.ones(n, 1)`).
 
     ## Example
     ```python
@@ -63,6 +68,16 @@ class M(torch.nn.Module):
 import torch
 class M(torch.nn.Module):
     def forward(self, x):
+        shape = x.shape
+        x = x.reshape(-1, x.shape[-1])
+        peak = x.abs().max().item()
+        return (x * peak).view(shape)  # error: SL104
+def inputs(batch):  # the length changes after the batch did: the Size's int guard fails then
+    return (torch.randn(batch, 5 if batch < 4 else 7, 8),)
+''', '''
+import torch
+class M(torch.nn.Module):
+    def forward(self, x):
         n = x.shape[0]
         peak = x.abs().max().item()
         ones = torch.ones(n, 1)  # error: SL104
@@ -92,8 +107,12 @@ class M(torch.nn.Module):
         if not site.after_break or site.passthrough:
             return
         v = site.value
+        shape_dim = varying_shape_dim(v)
         if varying_size(v):
             what = f"holds the tensor size {site.fn.describe(v.origin)}"
+        elif shape_dim is not None:
+            what = (f"is the shape {site.fn.describe(v.origin)}, which holds a size that varies "
+                    f"({shape_dim.label or 'a varying dim'})")
         elif v.has(Tag.DATA) and not v.is_tensor and v.kinds == {Kind.INT}:
             # (an int: a float crossing a break is not specialized by default, measured on
             # the shared case b45: no recompile as `peak` changed)
@@ -108,7 +127,9 @@ class M(torch.nn.Module):
         else:
             where = f"crosses the graph break at line {site.break_line}: the resumed frame"
         # on the statement: torch names the line where the statement's guard is made
-        self.report(site, node=site.near, message=f"`{site.name}` {what} and {where} takes it "
-                                                  f"as a Python int and guards its value "
-                                                  f"(`{site.name} == <value>`), recompiling when "
-                                                  f"it changes")
+        guard = f"`{site.name}[i] == <value>` for each size" if shape_dim is not None \
+            else f"`{site.name} == <value>`"
+        taken = "its sizes as Python ints" if shape_dim is not None else "it as a Python int"
+        self.report(site, node=site.near, message=f"`{site.name}` {what} and {where} takes "
+                                                  f"{taken} and guards their value ({guard}), "
+                                                  f"recompiling when it changes")

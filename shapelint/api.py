@@ -35,6 +35,7 @@ __all__ = [
     "Format", "Subscript", "Slice", "StateWrite", "BinaryOp", "NameUse", "Rule", "ReportSink",
     "graph_break_reason", "breaks_graph", "breaks_once_dynamic", "module_build", "tensor_as_size",
     "untraceable_reason", "is_python_io", "scalar_read", "tensor_bound", "Effect", "size_function", "varying_size",
+    "varying_shape_dim",
     "EVIDENCE_KINDS", "LOGGER_METHODS", "DISABLE_DECORATORS", "NOT_A_LITERAL",
 ]
 
@@ -471,6 +472,14 @@ LOGGER_METHODS = dynamo.LOGGER_METHODS
 def varying_size(v: Value) -> bool:
     """A Python number read from a tensor dim that varies between calls (not a tensor)."""
     return v.is_size and v.varies is True and v.dim is not None
+
+
+def varying_shape_dim(v: Value) -> Optional[DimInfo]:
+    """For a ``torch.Size`` (``shape = x.shape``): the first of its dims known to vary between
+    calls, else None. A frame that takes the Size as an input guards each of its ints."""
+    if not v.is_shape or v.dims is None:
+        return None
+    return next((d for d in v.dims.front + v.dims.back if d.state is Dim.VARY), None)
 
 
 def is_python_io(site: Call) -> bool:

@@ -962,6 +962,39 @@ def test_a_break_under_a_size_test_hands_no_int_to_a_resume_frame(tree):
     assert found == []
 
 
+def test_a_size_crossing_a_break_is_carried_by_a_tensor_whose_guard_torch_checks_first(tree):
+    """A Size kept across a break (``orig_shape = x.shape`` before an MoE's experts) enters the
+    resumed frame as ints, guarded by value; but a tensor of the same dims that the frame also
+    reads, even on a later line, is guarded too, and torch checks a frame's guards in their
+    sort order (shorter names first): ``res`` fails first, and its recompile (automatic dynamic)
+    makes the ints dynamic too. Measured with torch 2.13 over (batch, length) (1, 5), (2, 5),
+    (3, 5), (2, 7), (2, 9), (4, 11): ``B`` recompiles on ``orig_shape[1] == 5`` at line 19,
+    ``A`` only on ``res``'s size."""
+    found = tree({"m.py": """
+        import torch
+        from torch import nn
+
+        class A(nn.Module):
+            def forward(self, x):
+                res = x
+                orig_shape = x.shape
+                h = x.reshape(-1, x.shape[-1])
+                peak = h.abs().max().item()
+                out = (h * peak).view(orig_shape)
+                return out + res
+
+        class B(nn.Module):
+            def forward(self, x):
+                residual_stream = x
+                orig_shape = x.shape
+                h = x.reshape(-1, x.shape[-1])
+                peak = h.abs().max().item()
+                out = (h * peak).view(orig_shape)
+                return out + residual_stream
+        """}, select=["SL104"])
+    assert found == [("m.py", 19, "SL104")], found
+
+
 def test_a_block_a_helper_picks_is_built_by_its_caller(tree):
     """``self.layers = _block_type(name)(...)``, a helper returning one of two classes, builds
     either block inside the stage: neither is a compiled entry of its own, and the stage

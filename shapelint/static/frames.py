@@ -164,11 +164,12 @@ class Frames:
         # each resume frame takes the live ints as new inputs and guards them again at its
         # first read of each (longformer: seq_len after each of two breaks, lines 828/847)
         for name, v in w.env.items():
-            if (v.is_size and v.varies) or (Tag.DATA in v.tags and not v.is_tensor):
+            shape = api.varying_shape_dim(v) is not None  # `shape = x.shape`: its ints
+            if (v.is_size and v.varies) or shape or (Tag.DATA in v.tags and not v.is_tensor):
                 # (one not read since an earlier break is an input of this frame now: the
                 # frame in between never read it)
                 self.crossed[name] = node
-                self.carriers[name] = self.carrier_names(v) if v.is_size else None
+                self.carriers[name] = self.carrier_names(v) if v.is_size or shape else None
             self.hold(v)
 
     def callee_broke(self, stmt: cst.CSTNode, hard: bool, returned: Value) -> None:
@@ -191,22 +192,26 @@ class Frames:
             out.append(names)
         return out
 
-    def carried_across(self, name: str, brk: cst.CSTNode, read: cst.CSTNode) -> bool:
-        """Whether the resumed frame reads every tensor the int ``name`` was read from no later
-        than the int itself (after the break at ``brk``, first read at ``read``). That tensor
-        is then an input of the frame whose dim changes whenever the int does, and its guard
-        fails first: a recompile torch makes itself (automatic dynamic shapes), in which the int
-        turns dynamic as well, so the int costs nothing more (longformer 828 and 1352, cases
-        r13 and r23: never blamed). An int read first is named by torch (examples/decoder.py
-        line 44, longformer 538), and so is one whose guard torch checks first."""
+    def carried_across(self, name: str, brk: cst.CSTNode) -> bool:
+        """Whether the resumed frame reads every tensor the int ``name`` (or the Size) was read
+        from, after the break at ``brk``. That tensor is then an input of the frame whose dim
+        changes whenever the int does; torch checks the frame's guards in their sort order,
+        not in the order the frame reads its inputs, so when the tensor's name sorts first its
+        guard fails first: a recompile torch makes itself (automatic dynamic shapes), in which
+        the int turns dynamic as well, and the int costs nothing more (longformer 828 and 1352,
+        cases r13 and r23: never blamed; a Size read before a tensor named ``residuals``, the
+        MoE blocks of DeepSeek-V3 and its kin: measured, torch names the tensor). An int whose
+        name sorts first is named by torch (examples/decoder.py line 44, longformer 538).
+        The reads counted run to the function's end: a read after a later break, in another
+        frame, is counted too, which errs towards not reporting."""
         carriers = self.carriers.pop(name, None)
         if not carriers:
             return False
         ctx = self.w.ctx
         if self._names is None:
             self._names = _names_in(ctx.info.tree)
-        start, end = ctx.line(brk), ctx.line(read)
-        seen = {n for n, ln in self._names if start < ln <= end}
+        start = ctx.line(brk)
+        seen = {n for n, ln in self._names if start < ln}
         # torch checks a frame's guards in Guard.sort_key order (torch/_guards.py: the source
         # name's length, then the name): the tensor's size guard fails first only if its
         # name sorts first (`x` before `z`; `n` before `x`, and `n == 2` is blamed: measured)
@@ -270,7 +275,7 @@ class Frames:
             if w._passthrough and w._passed is not None:
                 w._passed.append((node, v, None))
         where = self.crossed.pop(node.value, None)
-        if where is not None and self.carried_across(node.value, where, node):
+        if where is not None and self.carried_across(node.value, where):
             return None
         return where
 
