@@ -1105,6 +1105,8 @@ class Project:
         #: per class (as ``_mros``), its model-output fields (see ``output_fields``)
         self._outputs: Dict[str, Optional[Tuple[str, ...]]] = {}
         self._suffix: Dict[str, List[ModuleInfo]] = {}
+        #: file -> its import root (``module_name_for`` stats a folder per package level)
+        self._roots: Dict[str, str] = {}
         self._parsed_texts: Dict[str, Union[str, Tuple[cst.Module, cst.CSTNode]]] = {}
         self.limits = DEFAULT_LIMITS
 
@@ -1137,7 +1139,7 @@ class Project:
             # `from utils import f` in a/model.py is a/utils.py when it exists (the importer's
             # own folder, as Python's path has a script's), even once b/utils.py is loaded
             paths = [p for p in self.index.get(name, []) if p not in self._attempted
-                     and module_name_for(p)[1] == near.root]
+                     and self._root_of(p) == near.root]
             if paths:
                 cands = []
         if not cands and self.loader is not None:
@@ -1167,6 +1169,12 @@ class Project:
             if same:
                 return same[0]
         return cands[0]
+
+    def _root_of(self, path: str) -> str:
+        root = self._roots.get(path)
+        if root is None:
+            root = self._roots[path] = module_name_for(path)[1]
+        return root
 
     def lookup(self, qualname: str, near: Optional[ModuleInfo] = None
                ) -> Optional[Union[FunctionInfo, ClassInfo]]:
