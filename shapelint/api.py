@@ -475,11 +475,15 @@ def varying_size(v: Value) -> bool:
 
 
 def varying_shape_dim(v: Value) -> Optional[DimInfo]:
-    """For a ``torch.Size`` (``shape = x.shape``): the first of its dims known to vary between
-    calls, else None. A frame that takes the Size as an input guards each of its ints."""
-    if not v.is_shape or v.dims is None:
-        return None
-    return next((d for d in v.dims.front + v.dims.back if d.state is Dim.VARY), None)
+    """For a ``torch.Size`` (``shape = x.shape``) or a tuple of sizes (``(*shape[:-1], -1,
+    8)``): the first of its dims known to vary between calls, else None. A frame that takes
+    it as an input guards each of its ints."""
+    if v.is_shape and v.dims is not None:
+        return next((d for d in v.dims.front + v.dims.back if d.state is Dim.VARY), None)
+    if v.elems is not None and v.elems and not v.is_tensor_seq and \
+            all(e.kinds and e.kinds <= {Kind.INT} for e in v.elems):
+        return next((e.dim for e in v.elems if e.is_size and e.varies and e.dim is not None), None)
+    return None
 
 
 def is_python_io(site: Call) -> bool:

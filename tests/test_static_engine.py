@@ -995,6 +995,24 @@ def test_a_size_crossing_a_break_is_carried_by_a_tensor_whose_guard_torch_checks
     assert found == [("m.py", 19, "SL104")], found
 
 
+def test_a_tuple_of_a_sizes_ints_crosses_a_break_as_they_do(tree):
+    """``(*x.shape[:-1], -1, 4)`` holds the Size's ints: a frame that takes it guards each
+    (torch 2.13 over (batch, length) (1, 5), (2, 5), (3, 5), (2, 7), (2, 9), (4, 11):
+    ``hidden_shape[1] == 5`` at the ``.view``). Before, a starred Size made the tuple an
+    unknown container, and ``view`` of it a tensor of one unknown dim."""
+    found = tree({"m.py": """
+        import torch
+
+        class M(torch.nn.Module):
+            def forward(self, x):
+                hidden_shape = (*x.shape[:-1], -1, 4)
+                h = x.reshape(-1, x.shape[-1])
+                peak = h.abs().max().item()
+                return (h * peak).view(hidden_shape)
+        """}, select=["SL104"])
+    assert found == [("m.py", 8, "SL104")], found
+
+
 def test_a_block_a_helper_picks_is_built_by_its_caller(tree):
     """``self.layers = _block_type(name)(...)``, a helper returning one of two classes, builds
     either block inside the stage: neither is a compiled entry of its own, and the stage

@@ -1451,14 +1451,25 @@ class Walker:
 
     def ev_Tuple(self, node: cst.Tuple) -> Value:
         vals: List[Value] = []
+        lead: Optional[Value] = None  # `(*input_shape, -1, self.head_dim)`: a Size's dims first
         for e in node.elements:
             v = self.ev(e.value)
             if isinstance(e, cst.StarredElement):
                 if v.elems is not None:
                     vals.extend(v.elems)
                     continue
+                if v.is_shape and v.dims is not None and v.dims.rank is not None:
+                    vals.extend(self.unpack(v, i) for i in range(v.dims.rank))
+                    continue
+                if v.is_shape and v.dims is not None and not vals and lead is None:
+                    lead = v
+                    continue
                 return Value(kinds=frozenset({Kind.TENSORS}) if v.is_tensor_seq else frozenset({Kind.CONTAINER}))
             vals.append(v)
+        if lead is not None:  # a shape: the Size's leading dims, then those of the sizes after
+            assert lead.dims is not None
+            return Value(kinds=frozenset({Kind.SHAPE}), origin=lead.origin, carriers=lead.carriers,
+                         dims=Dims(lead.dims.front, tuple(shapes.size_dim(v) for v in vals)))
         kinds = frozenset({Kind.TENSORS}) if vals and all(v.is_tensor for v in vals) \
             else frozenset({Kind.CONTAINER})
         return Value(kinds=kinds, elems=tuple(vals))

@@ -182,10 +182,14 @@ class Frames:
     def carrier_names(self, size: Value) -> Optional[List[set]]:
         """For each tensor ``size`` was read from, the locals bound to it now (None if one is
         not bound: it does not cross the break)."""
-        if not size.carriers:
+        carriers = size.carriers
+        if carriers is None and size.elems is not None:  # a tuple of sizes: its varying ones'
+            found = [c for e in size.elems if e.is_size and e.varies for c in e.carriers or ()]
+            carriers = tuple(c for i, c in enumerate(found) if not any(c is o for o in found[:i]))
+        if not carriers:
             return None
         out = []
-        for tensor in size.carriers:
+        for tensor in carriers:
             names = {n for n, v in self.w.env.items() if v is tensor}
             if not names:
                 return None
