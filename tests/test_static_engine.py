@@ -939,6 +939,21 @@ def test_a_weight_broadcast_keeps_the_activations_varying_dims(tree):
     assert found == [("m.py", 21, "SL104")]
 
 
+def test_a_weight_broadcast_against_unknown_dims_knows_nothing_of_them():
+    """``alpha * residual`` with ``alpha`` a weight (all dims fixed, any rank) and
+    ``residual`` of unknown dims: the product's dims are unknown, either way round. Before,
+    it took the weight's, so every activation after MuseSpark's residual gate was taken as
+    fixed in all its dims, and nothing read from them could vary."""
+    from shapelint.static import shapes
+    from shapelint.values import CONST_DIM, Dims
+
+    weight = Dims((CONST_DIM,) * 4, (CONST_DIM,) * 4, None)
+    unknown = Dims()
+    for a, b in ((weight, unknown), (unknown, weight)):
+        out = shapes.broadcast(a, b)
+        assert out.rank is None and not out.front and not out.back, out
+
+
 def test_a_break_under_a_size_test_hands_no_int_to_a_resume_frame(tree):
     """A table grown under ``if n > self.table.shape[0]:`` (and the print there) runs only for
     a longer input; on the calls that do not grow it no frame resumes, so ``n`` is no frame

@@ -120,10 +120,16 @@ def _broadcast(x: Dims, args: Args, kwargs: Kwargs, recv: Value) -> Optional[Dim
 
 def broadcast(a: Dims, b: Dims) -> Dims:
     """Dims of ``a op b`` under broadcasting (aligned from the right)."""
-    if b.rank == 0 or (b.rank is None and not b.front and not b.back):
-        return a if a.rank is not None or a.front or a.back else b
-    if a.rank == 0 or (a.rank is None and not a.front and not a.back):
+    if b.rank == 0:
+        return a
+    if a.rank == 0:
         return b
+    # one side unknown: the other's dims, unless those are a weight's (all fixed, any rank),
+    # which say nothing of the activations they scale (`alpha * residual`)
+    if b.rank is None and not b.front and not b.back:
+        return b if _fixed_any_rank(a) or (a.rank is None and not a.front and not a.back) else a
+    if a.rank is None and not a.front and not a.back:
+        return a if _fixed_any_rank(b) else b
     if a.rank is not None and b.rank is not None:
         n = max(a.rank, b.rank)
         out = []
