@@ -129,7 +129,8 @@ class M(torch.nn.Module):
         # on the statement: torch names the line where the statement's guard is made
         guard = f"`{site.name}[i] == <value>` for each size" if shape_dim is not None \
             else f"`{site.name} == <value>`"
-        taken = "its sizes as Python ints" if shape_dim is not None else "it as a Python int"
+        taken = "its sizes as Python ints and guards their values" if shape_dim is not None \
+            else "it as a Python int and guards its value"
         self.report(site, node=site.near, message=f"`{site.name}` {what} and {where} takes "
-                                                  f"{taken} and guards their value ({guard}), "
-                                                  f"recompiling when it changes")
+                                                  f"{taken} ({guard}), recompiling when it "
+                                                  f"changes")
