@@ -1028,6 +1028,25 @@ def test_a_tuple_of_a_sizes_ints_crosses_a_break_as_they_do(tree):
     assert found == [("m.py", 8, "SL104")], found
 
 
+def test_a_size_unpacked_after_a_break_is_guarded_where_its_ints_are_used(tree):
+    """``b, t, c = shape`` of a Size that crossed a break installs no guard: the resumed frame
+    guards each int where it is used (torch 2.13 over (batch, length) (1, 5), (2, 5), (3, 5),
+    (2, 7), (2, 9), (4, 11): ``shape[1] == 5`` at the ``view(b, t, c)``, not at the unpack)."""
+    found = tree({"m.py": """
+        import torch
+
+        class M(torch.nn.Module):
+            def forward(self, x):
+                shape = x.shape
+                h = x.reshape(-1, x.shape[-1])
+                peak = h.abs().max().item()
+                b, t, c = shape
+                y = h * peak
+                return y.view(b, t, c)
+        """}, select=["SL104"])
+    assert found == [("m.py", 10, "SL104")], found
+
+
 def test_a_block_a_helper_picks_is_built_by_its_caller(tree):
     """``self.layers = _block_type(name)(...)``, a helper returning one of two classes, builds
     either block inside the stage: neither is a compiled entry of its own, and the stage

@@ -76,6 +76,9 @@ class Frames:
         self.held_across: Dict[int, Value] = {}
         #: names holding Python numbers that crossed a graph break, until their first read
         self.crossed: Dict[str, cst.CSTNode] = {}
+        #: a crossed Size read only to hand its ints on (``b, t, c = shape``): that statement
+        #: and the break, so the names it binds cross in its place
+        self.unpacking: Optional[Tuple[cst.CSTNode, cst.CSTNode]] = None
         #: per-instance attributes already read after the graph break
         self.read_after_break: Set[str] = set()
         #: per crossed size, the locals holding the tensors it was read from (see
@@ -228,6 +231,11 @@ class Frames:
         computed from data after a break, or returned by a call that broke."""
         self.crossed.pop(name, None)
         self.carriers.pop(name, None)
+        if self.unpacking is not None and self.unpacking[0] is self.w.ctx.stmt:
+            if v.is_size and v.varies:  # an int of a crossed Size: it crosses in its place
+                self.crossed[name] = self.unpacking[1]
+                self.carriers[name] = self.carrier_names(v)
+            return
         if self.broke_at is not None and not v.is_tensor and v.kinds and not v.kinds - NUMBERS \
                 and (Tag.DATA in v.tags or (self.returned_across is not None and
                                             self.returned_across is self.w.ctx.stmt and
@@ -273,6 +281,8 @@ class Frames:
         """A read of a name: where the break it crossed is when this is a frame's first read
         of that input (None otherwise)."""
         w = self.w
+        if self.unpacking is not None and self.unpacking[0] is not w.ctx.stmt:
+            self.unpacking = None  # (its names were bound as the statement ended)
         if node.value in self.params_unread:
             self.params_unread.pop(node.value)
             self.param_reads.append((node, v, w.ctx.stmt, w._passthrough))
@@ -280,6 +290,14 @@ class Frames:
                 w._passed.append((node, v, None))
         where = self.crossed.pop(node.value, None)
         if where is not None and self.carried_across(node.value, where):
+            return None
+        stmt = w.ctx.stmt
+        if where is not None and api.varying_shape_dim(v) is not None and \
+                isinstance(stmt, cst.Assign) and (stmt.value is node or (
+                    isinstance(stmt.value, cst.Subscript) and stmt.value.value is node)):
+            # `b, t, c = shape`, `t = shape[1]`: no guard yet; the frame guards each int where
+            # it is used (torch 2.13: `shape[1] == 5` at the `view(b, t, c)` after it)
+            self.unpacking = (stmt, where)
             return None
         return where
 
