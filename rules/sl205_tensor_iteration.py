@@ -1,10 +1,13 @@
-from shapelint.api import Iteration, Rule
+from typing import Optional
+
+from shapelint.api import Call, Iteration, Rule, Value
 
 
 class TensorIteration(Rule):
     """
     ## What it does
-    Finds Python iteration over a tensor: `for row in x:` or `[f(r) for r in x]`. A
+    Finds Python iteration over a tensor: `for row in x:`, `[f(r) for r in x]`, `list(x)`,
+    and `x.unbind(d)` of a dim that varies (a tuple of one tensor per row). A
     forward's parameter counts as a tensor when the body uses it as one (`x.shape`, `x * 2`,
     `self.proj(x)`); one that is only iterated is taken for a tuple or list of tensors (every
     layer's hidden states) and not reported.
@@ -62,7 +65,33 @@ class M(torch.nn.Module):
     def forward(self, x):
         x = x * 2
         return torch.stack([r.sum() for r in x])  # error: SL205
+''', '''
+import torch
+class M(torch.nn.Module):
+    def forward(self, x):
+        rows = (x * 2).unbind(0)  # error: SL205
+        return torch.stack(rows).sum(0)
 ''']
+
+    def on_call(self, site: Call) -> None:
+        """``x.unbind(d)`` / ``torch.unbind(x, d)``: one tensor per row, a tuple as long as
+        the dim (torch 2.13: a compile per batch size, as iterating makes)."""
+        tensor: Optional[Value]
+        if site.method == "unbind" and site.receiver is not None:
+            tensor, dim = site.receiver, site.arg("dim", 0)
+        elif (site.callee or "") == "torch.unbind":
+            tensor, dim = site.arg("input", 0), site.arg("dim", 1)
+        else:
+            return
+        if tensor is None or not tensor.is_tensor or tensor.dims is None:
+            return
+        index = 0 if dim is None else dim.const
+        if not isinstance(index, int) or isinstance(index, bool):
+            return
+        d = tensor.dims.at(index)
+        if d.varies:
+            self.report(site, f"`{site.short_code()}` unbinds a dim that varies ({d.label}) into a "
+                              f"Python tuple of one tensor per row; Dynamo specializes on its size")
 
     def on_iteration(self, site: Iteration) -> None:
         v = site.value
