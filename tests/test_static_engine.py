@@ -1039,6 +1039,39 @@ def test_a_size_unpacked_after_a_break_is_guarded_where_its_ints_are_used(tree):
     assert found == [("m.py", 10, "SL104")], found
 
 
+def test_a_size_argument_of_a_function_that_breaks_is_guarded_where_its_ints_are_used(tree):
+    """A function that breaks runs as a frame of its own, and a Size among its arguments is an
+    input of that frame: each int is guarded where it is first used, the Size's own use
+    (``h.view(shape)``) or, once unpacked, the use of the int (torch 2.13 over (batch,
+    length) (1, 5), (2, 5), (3, 5), (2, 7), (2, 9), (4, 11): ``shape[1] == 5`` at lines 4
+    and 11, not at the unpack on line 10)."""
+    found = tree({"m.py": """
+        import torch
+
+        def helper(h, shape):
+            out = h.view(shape)
+            print("done")
+            return out
+
+        class Pos(torch.nn.Module):
+            def forward(self, shape):
+                bsz, seq_len = shape[:2]
+                out = torch.arange(seq_len)
+                print("pos")
+                return out
+
+        class M(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.pos = Pos()
+
+            def forward(self, x):
+                h = x.reshape(-1, x.shape[-1]) * 2
+                return helper(h, x.shape) + 1 + self.pos(x.shape)[None, :, None]
+        """}, select=["SL104"])
+    assert found == [("m.py", 4, "SL104"), ("m.py", 11, "SL104")], found
+
+
 def test_a_block_a_helper_picks_is_built_by_its_caller(tree):
     """``self.layers = _block_type(name)(...)``, a helper returning one of two classes, builds
     either block inside the stage: neither is a compiled entry of its own, and the stage

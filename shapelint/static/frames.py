@@ -76,9 +76,10 @@ class Frames:
         self.held_across: Dict[int, Value] = {}
         #: names holding Python numbers that crossed a graph break, until their first read
         self.crossed: Dict[str, cst.CSTNode] = {}
-        #: a crossed Size read only to hand its ints on (``b, t, c = shape``): that statement
-        #: and the break, so the names it binds cross in its place
-        self.unpacking: Optional[Tuple[cst.CSTNode, cst.CSTNode]] = None
+        #: a Size input read only to hand its ints on (``b, t, c = shape``): that statement,
+        #: the break it crossed (if any) and whether it is a parameter not read before, so the
+        #: names it binds are inputs in its place
+        self.unpacking: Optional[Tuple[cst.CSTNode, Optional[cst.CSTNode], bool]] = None
         #: per-instance attributes already read after the graph break
         self.read_after_break: Set[str] = set()
         #: per crossed size, the locals holding the tensors it was read from (see
@@ -232,9 +233,13 @@ class Frames:
         self.crossed.pop(name, None)
         self.carriers.pop(name, None)
         if self.unpacking is not None and self.unpacking[0] is self.w.ctx.stmt:
-            if v.is_size and v.varies:  # an int of a crossed Size: it crosses in its place
-                self.crossed[name] = self.unpacking[1]
-                self.carriers[name] = self.carrier_names(v)
+            _, where, param = self.unpacking
+            if v.is_size and v.varies:  # an int of a Size handed on: an input in its place
+                if where is not None:
+                    self.crossed[name] = where
+                    self.carriers[name] = self.carrier_names(v)
+                if param:
+                    self.params_unread[name] = v
             return
         if self.broke_at is not None and not v.is_tensor and v.kinds and not v.kinds - NUMBERS \
                 and (Tag.DATA in v.tags or (self.returned_across is not None and
@@ -279,25 +284,26 @@ class Frames:
 
     def read(self, node: cst.Name, v: Value) -> Optional[cst.CSTNode]:
         """A read of a name: where the break it crossed is when this is a frame's first read
-        of that input (None otherwise)."""
+        of that input (None otherwise). A Size read only to hand its ints on (``b, t, c =
+        shape``, ``t = shape[1]``) installs no guard: the frame guards each int where it is
+        used (torch 2.13: ``shape[1] == 5`` at the ``view(b, t, c)`` after the unpack), so the
+        names it binds take its place as inputs (see ``bound``)."""
         w = self.w
-        if self.unpacking is not None and self.unpacking[0] is not w.ctx.stmt:
+        stmt = w.ctx.stmt
+        if self.unpacking is not None and self.unpacking[0] is not stmt:
             self.unpacking = None  # (its names were bound as the statement ended)
-        if node.value in self.params_unread:
-            self.params_unread.pop(node.value)
-            self.param_reads.append((node, v, w.ctx.stmt, w._passthrough))
+        unpack = api.varying_shape_dim(v) is not None and isinstance(stmt, cst.Assign) and (
+            stmt.value is node or (isinstance(stmt.value, cst.Subscript) and stmt.value.value is node))
+        param = self.params_unread.pop(node.value, None) is not None
+        if param and not unpack:
+            self.param_reads.append((node, v, stmt, w._passthrough))
             if w._passthrough and w._passed is not None:
                 w._passed.append((node, v, None))
         where = self.crossed.pop(node.value, None)
         if where is not None and self.carried_across(node.value, where):
-            return None
-        stmt = w.ctx.stmt
-        if where is not None and api.varying_shape_dim(v) is not None and \
-                isinstance(stmt, cst.Assign) and (stmt.value is node or (
-                    isinstance(stmt.value, cst.Subscript) and stmt.value.value is node)):
-            # `b, t, c = shape`, `t = shape[1]`: no guard yet; the frame guards each int where
-            # it is used (torch 2.13: `shape[1] == 5` at the `view(b, t, c)` after it)
-            self.unpacking = (stmt, where)
+            where = None
+        if unpack and (param or where is not None):
+            self.unpacking = (cast(cst.CSTNode, stmt), where, param)
             return None
         return where
 
@@ -364,7 +370,10 @@ def _held(root: Optional[Value], depth: int = 2) -> List[Value]:
 def varies_between_calls(v: Value) -> bool:
     """A Python int that can differ from one call of a function to the next within one
     forward: a size of a varying dim, a number read from tensor data, a loop index over a
-    ModuleList's layers or a per-layer attribute (``layer_idx``)."""
+    ModuleList's layers or a per-layer attribute (``layer_idx``); or a Size holding such a
+    size, whose ints the frame guards each (``shape[1] == 5``)."""
+    if api.varying_shape_dim(v) is not None:
+        return True
     if v.is_tensor or not v.kinds or v.kinds - NUMBERS:
         return False
     return (v.is_size and v.varies is True) or Tag.DATA in v.tags or \
