@@ -479,7 +479,7 @@ def varying_shape_dim(v: Value) -> Optional[DimInfo]:
     8)``): the first of its dims known to vary between calls, else None. A frame that takes
     it as an input guards each of its ints."""
     if v.is_shape and v.dims is not None:
-        return next((d for d in v.dims.front + v.dims.back if d.state is Dim.VARY), None)
+        return next((d for d in v.dims.all() if d.state is Dim.VARY), None)
     if v.elems is not None and v.elems and not v.is_tensor_seq and \
             all(e.kinds and e.kinds <= {Kind.INT} for e in v.elems):
         return next((e.dim for e in v.elems if e.is_size and e.varies and e.dim is not None), None)

@@ -1458,12 +1458,13 @@ class Walker:
                 if v.elems is not None:
                     vals.extend(v.elems)
                     continue
-                if v.is_shape and v.dims is not None and v.dims.rank is not None:
-                    vals.extend(self.unpack(v, i) for i in range(v.dims.rank))
-                    continue
-                if v.is_shape and v.dims is not None and not vals and lead is None:
-                    lead = v
-                    continue
+                if v.is_shape and v.dims is not None:
+                    if v.dims.rank is not None:  # its ints, one by one
+                        vals.extend(self.unpack(v, i) for i in range(v.dims.rank))
+                        continue
+                    if not vals and lead is None:
+                        lead = v
+                        continue
                 return Value(kinds=frozenset({Kind.TENSORS}) if v.is_tensor_seq else frozenset({Kind.CONTAINER}))
             vals.append(v)
         if lead is not None:  # a shape: the Size's leading dims, then those of the sizes after

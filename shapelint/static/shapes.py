@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from shapelint.values import (CONST_DIM, SEQUENCES, UNKNOWN_DIM, Dim, DimInfo, Dims, Kind,
-                              Value, join_dims)
+from shapelint.values import (CONST_DIM, SEQUENCES, UNKNOWN_DIM, UNKNOWN_DIMS, Dim, DimInfo, Dims,
+                              Kind, Value, join_dims)
 
 Args = Sequence[Value]
 Kwargs = Mapping[str, Value]
@@ -126,9 +126,9 @@ def broadcast(a: Dims, b: Dims) -> Dims:
         return b
     # one side unknown: the other's dims, unless those are a weight's (all fixed, any rank),
     # which say nothing of the activations they scale (`alpha * residual`)
-    if b.rank is None and not b.front and not b.back:
-        return b if _fixed_any_rank(a) or (a.rank is None and not a.front and not a.back) else a
-    if a.rank is None and not a.front and not a.back:
+    if b == UNKNOWN_DIMS:
+        return b if _fixed_any_rank(a) else a
+    if a == UNKNOWN_DIMS:
         return a if _fixed_any_rank(b) else b
     if a.rank is not None and b.rank is not None:
         n = max(a.rank, b.rank)
