@@ -6,7 +6,8 @@ class TensorAsSize(Rule):
     ## What it does
     Finds a tensor passed where torch expects a Python size or number: `x.new_zeros(n, 3)`
     with `n = torch.div(x.size(0), 2, rounding_mode="floor")`, `torch.arange(mask.sum())`,
-    `x.view(torch.tensor(b), -1)`. The parameter kinds come from torch's own signatures.
+    `x.view(torch.tensor(b), -1)`, a list of 0-d tensors as split sizes (`torch.split(x, [h * w
+    for h, w in grid])`). The parameter kinds come from torch's own signatures.
 
     ## Why is this bad?
     A size must be a Python int (or a SymInt) while Dynamo traces. A tensor there has to be
@@ -63,6 +64,15 @@ class M(torch.nn.Module):
         count = (x > 0).sum()
         idx = torch.arange(count)  # error: SL206
         return pad.sum() + idx.sum()
+''', '''
+import torch
+class M(torch.nn.Module):
+    def forward(self, x, grid):
+        sizes = [h * w for h, w in grid]  # 0-d tensors, one per row of grid
+        parts = torch.split(x, sizes)  # error: SL206
+        return parts[0].sum()
+def inputs(batch):
+    return torch.randn(4 * batch, 8), torch.full((batch, 2), 2)
 ''']
 
     def on_call(self, site: Call) -> None:

@@ -519,6 +519,9 @@ def tensor_as_size(site: Call) -> Optional[str]:
             if item.is_tensor and item.kinds <= {Kind.TENSOR} and not site.is_graph_input(item) \
                     and not (item.dim is not None and item.dim.state is Dim.CONST):
                 return name  # (a tensor of fixed numbers is folded to a constant)
+            if "size" in kinds and item.kinds == {Kind.TENSORS} and item.elems is None \
+                    and not site.is_graph_input(item):
+                return name  # a list of tensors as sizes: `torch.split(x, [h * w for h, w in grid])`
     return None
 
 

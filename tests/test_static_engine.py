@@ -954,6 +954,32 @@ def test_a_weight_broadcast_against_unknown_dims_knows_nothing_of_them():
         assert out.rank is None and not out.front and not out.back, out
 
 
+def test_cat_of_a_sequence_of_tensors_sums_their_count():
+    """``torch.cat(pieces, d)`` of a list whose items are not listed (``list(x)``, a split, a
+    comprehension): dim ``d`` is the sum over the items, so it varies when the count does
+    (llava's ``torch.cat(outputs.pooler_output)`` of one piece per image, formatted later)
+    or the items' own dim does; the items' other dims are kept. A fixed count of fixed
+    items is fixed; an unknown count leaves the dim unknown. ``stack`` puts the count first."""
+    from shapelint.static import shapes
+    from shapelint.values import CONST_DIM, UNKNOWN_DIM, Dim, DimInfo, Dims, Kind, Value
+
+    rows = DimInfo(Dim.VARY, "x dim 0")
+    item = Dims((), (CONST_DIM,), None)  # some rank, the last dim a hidden size
+
+    def seq(count):
+        return Value(kinds=frozenset({Kind.TENSORS}), dims=item, dim=count)
+
+    out = shapes.function_dims("cat", [seq(rows)], {"dim": Value(const=0)})
+    assert out is not None and out.at(0) == rows and out.at(-1) == CONST_DIM
+    for count, want in ((CONST_DIM, UNKNOWN_DIM), (None, UNKNOWN_DIM)):
+        out = shapes.function_dims("cat", [seq(count)], {})
+        assert out is not None and out.at(0) == want, (count, out)
+    fixed = Value(kinds=frozenset({Kind.TENSORS}), dims=Dims.of(CONST_DIM, CONST_DIM), dim=CONST_DIM)
+    assert shapes.function_dims("cat", [fixed], {}) == Dims.of(CONST_DIM, CONST_DIM)
+    stacked = shapes.function_dims("stack", [seq(rows)], {})
+    assert stacked is not None and stacked.at(0) == rows and stacked.at(-1) == CONST_DIM
+
+
 def test_a_break_under_a_size_test_hands_no_int_to_a_resume_frame(tree):
     """A table grown under ``if n > self.table.shape[0]:`` (and the print there) runs only for
     a longer input; on the calls that do not grow it no frame resumes, so ``n`` is no frame

@@ -643,8 +643,9 @@ def function_dims(name: str, args: Args, kwargs: Kwargs) -> Optional[Dims]:
         seq = _arg(args, kwargs, 0, "tensors")
         d = _int_const(_arg(args, kwargs, 1, "dim")) or 0
         rows = sequence_length(seq) if seq is not None and seq.elems is None and d == 0 else None
-        if rows is not None:
-            return Dims((rows,), (), None)  # one row per item of a grown list
+        if rows is not None:  # one row per item of a grown list, each an item's dims
+            item = seq.dims if seq is not None and seq.dims is not None else Dims()
+            return Dims((rows,) + item.front, item.back, None if item.rank is None else item.rank + 1)
         if seq is None or seq.elems is None or not seq.elems:
             return None
         first = dims_of(seq.elems[0])
@@ -688,6 +689,8 @@ def _cat(args: Args, kwargs: Kwargs) -> Optional[Dims]:
     if seq is None or d is None:
         return None
     items = list(seq.elems) if seq.elems is not None else None
+    if items is None and seq.is_tensor_seq and seq.dims is not None:
+        return _cat_sequence(seq.dims, sequence_length(seq), d)
     if not items:
         return None
     out = dims_of(items[0])
@@ -697,6 +700,18 @@ def _cat(args: Args, kwargs: Kwargs) -> Optional[Dims]:
     if all(it.dims is not None for it in items):
         return _replace(out, d, joined if joined.state is not Dim.CONST else CONST_DIM)
     return _replace(out, d, joined if joined.state is Dim.VARY else UNKNOWN_DIM)
+
+
+def _cat_sequence(item: Dims, length: Optional[DimInfo], d: int) -> Optional[Dims]:
+    """Dims of ``torch.cat(items, d)`` where ``items`` is a sequence of tensors of dims
+    ``item`` and ``length`` items (``list(x)``, ``x.split(k)``): dim ``d`` is the sum of the
+    items' dims, so it varies when theirs or the count does."""
+    joined = join_dims(item.at(d), length or UNKNOWN_DIM)
+    if joined.state is not Dim.VARY and (length is None or length.state is not Dim.CONST):
+        joined = UNKNOWN_DIM
+    if item.rank is None and d == len(item.front):
+        return Dims(item.front + (joined,), item.back, None)
+    return _replace(item, d, joined)
 
 
 def _merge_same(a: Dims, b: Dims) -> Dims:
