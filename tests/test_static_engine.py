@@ -1694,3 +1694,31 @@ def test_a_class_picked_from_a_table_or_by_a_test_is_each_of_its_classes(tree):
     found = {(line, rule) for _, line, rule in tree({"m.py": CLASS_TABLE}, select=["ALL"])}
     assert (_line(CLASS_TABLE, "# break"), "SL204") in found, found
 
+
+
+def test_a_size_computed_with_constants_is_named_after_the_size(tmp_path):
+    """``(self.window - seq_len % self.window) % self.window``: the message names the size
+    that varies (``input_ids.shape[1]``), not the constant that happens to stand on the left
+    (it named ``self.window``, longformer's ``_pad_to_window_size``)."""
+    from conftest import check_tree, write_tree
+
+    write_tree(tmp_path, {"m.py": """
+        import torch
+        from torch import nn
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.window = 8
+
+            def forward(self, input_ids):
+                seq_len = input_ids.shape[1]
+                padding_len = (self.window - seq_len % self.window) % self.window
+                if padding_len > 0:
+                    input_ids = nn.functional.pad(input_ids, (0, padding_len), value=0)
+                return input_ids * 2
+        """})
+    found = check_tree(tmp_path, ["SL101"]).all_findings()
+    assert [f.line for f in found] == [12], found
+    message = found[0].message
+    assert "`input_ids.shape[1]`" in message and "self.window" not in message, message

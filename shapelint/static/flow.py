@@ -1386,7 +1386,11 @@ class Walker:
         dim = None
         if left.dim is not None or right.dim is not None:
             dim = join_dims(shapes.size_dim(left), shapes.size_dim(right))
-        return Value(kinds=kinds, tags=merged.tags & _KEPT, origin=merged.origin, dim=dim,
+        # named after the operand that varies: `(window - seq_len % window) % window` is
+        # seq_len's, not the constant's on its left
+        origin = next((s.origin for s in (left, right) if s.origin is not None and s.dim is not None
+                       and s.dim.state is Dim.VARY), merged.origin)
+        return Value(kinds=kinds, tags=merged.tags & _KEPT, origin=origin, dim=dim,
                      detail=merged.detail, zero_one=False, carriers=merged.carriers)
 
     def ev_BinaryOperation(self, node: cst.BinaryOperation) -> Value:
