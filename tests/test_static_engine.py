@@ -980,6 +980,48 @@ def test_cat_of_a_sequence_of_tensors_sums_their_count():
     assert stacked is not None and stacked.at(0) == rows and stacked.at(-1) == CONST_DIM
 
 
+def test_an_activation_of_known_rank_broadcast_against_unknown_dims_keeps_its_trailing_dims():
+    """``inputs_embeds + embed_pos`` with ``embed_pos`` a (seq, hidden) table of known rank and
+    ``inputs_embeds`` of unknown dims: broadcasting aligns from the right, so the sum has the
+    table's trailing dims but not its rank (it was taken as 2-d, and LED's later
+    ``batch_size, seq_len, _ = hidden_states.size()`` read the wrong dims)."""
+    from shapelint.static import shapes
+    from shapelint.values import CONST_DIM, UNKNOWN_DIMS, Dim, DimInfo, Dims
+
+    seq = DimInfo(Dim.VARY, "input_ids dim 1")
+    table = Dims.of(seq, CONST_DIM)
+    for a, b in ((table, UNKNOWN_DIMS), (UNKNOWN_DIMS, table)):
+        out = shapes.broadcast(a, b)
+        assert out.rank is None and out.at(-2) == seq and out.at(-1) == CONST_DIM, out
+        assert out.at(0).state is Dim.UNKNOWN, out
+
+
+def test_super_forward_of_a_torch_layer_subclass_is_that_layer(tree):
+    """``class PosEmb(nn.Embedding)`` whose ``forward`` returns ``super().forward(ids)``: the
+    call is the embedding's, (ids dims..., embedding_dim), so a size read from it varies
+    with the ids (MuseSpark's, LED's and BART's learned position embeddings)."""
+    found = tree({"m.py": """
+        import torch
+        from torch import nn
+
+        class PosEmb(nn.Embedding):
+            def forward(self, ids):
+                return super().forward(ids)
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.pos = PosEmb(64, 8)
+
+            def forward(self, input_ids):
+                h = self.pos(input_ids)
+                if h.shape[1] > 8:
+                    return h * 2
+                return h
+        """}, select=["SL101"])
+    assert found == [("m.py", 15, "SL101")]
+
+
 def test_a_break_under_a_size_test_hands_no_int_to_a_resume_frame(tree):
     """A table grown under ``if n > self.table.shape[0]:`` (and the print there) runs only for
     a longer input; on the calls that do not grow it no frame resumes, so ``n`` is no frame

@@ -46,6 +46,18 @@ class Callee:
     instance: Optional[ClassInfo] = None
 
 
+def _torch_nn_base(project, cls: ClassInfo) -> Optional[str]:
+    """The torch.nn layer class ``cls`` derives from (``torch.nn.Embedding``), where no class
+    of the tree between them defines ``forward``; None for ``nn.Module`` itself."""
+    for c in project.mro(cls):
+        if c is not cls and "forward" in c.methods:
+            return None
+        for base in c.bases:
+            if base.startswith("torch.nn.") and base.rsplit(".", 1)[-1] != "Module":
+                return base
+    return None
+
+
 def _is_self_attr(node: cst.CSTNode) -> bool:
     return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) \
         and node.value.value == "self"
@@ -63,6 +75,9 @@ def resolve(w: "Walker", func: cst.BaseExpression) -> Callee:
                 fn = base.methods[method]
                 return Callee("function", qualname=fn.qualname, method=method, target=fn,
                               bound_self=True, instance=w.cls)
+        layer = _torch_nn_base(project, w.cls) if method == "forward" else None
+        if layer is not None:  # `super().forward(x)` of an `nn.Embedding` subclass: the layer's
+            return Callee("module", module_class=layer)
         if project.is_nn_module(w.cls):  # super().__init__() of a module: nn.Module's own
             return Callee("external", qualname=f"torch.nn.Module.{method}")
         return Callee("unknown", method=method)

@@ -127,9 +127,9 @@ def broadcast(a: Dims, b: Dims) -> Dims:
     # one side unknown: the other's dims, unless those are a weight's (all fixed, any rank),
     # which say nothing of the activations they scale (`alpha * residual`)
     if b == UNKNOWN_DIMS:
-        return b if _fixed_any_rank(a) else a
+        return b if _fixed_any_rank(a) else _trailing(a)
     if a == UNKNOWN_DIMS:
-        return a if _fixed_any_rank(b) else b
+        return a if _fixed_any_rank(b) else _trailing(b)
     if a.rank is not None and b.rank is not None:
         n = max(a.rank, b.rank)
         out = []
@@ -158,6 +158,15 @@ def broadcast(a: Dims, b: Dims) -> Dims:
     known, other = (a, b) if a.rank is not None else (b, a)
     rank = known.rank or 0
     return Dims.of(*(_bcast_one(known.at(i), other.at(i)) for i in range(-rank, 0)))
+
+
+def _trailing(d: Dims) -> Dims:
+    """What ``d op unknown`` keeps of ``d``: broadcasting aligns from the right, so a side of
+    known rank gives the result its trailing dims, not its rank (``inputs_embeds + pos`` with
+    ``pos`` a (seq, hidden) table has the activations' rank, not the table's)."""
+    if d.rank is None:
+        return d
+    return Dims((), d.front, None)
 
 
 def _fixed_any_rank(d: Dims) -> bool:
