@@ -101,6 +101,23 @@ class M(torch.nn.Module):
         x = x.clone()
         x[x > 0] *= 2  # reads x[mask] first: a break
         return x * n  # error: SL104
+''', '''
+import torch
+class Layer(torch.nn.Module):
+    def forward(self, x):
+        print("layer")  # a break in the loop below: Dynamo skips M.forward, runs it eagerly
+        return x * 2
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.ModuleList([Layer() for _ in range(2)])
+    def permute(self, x, n):  # called eagerly: a frame of its own, n its input
+        return x.reshape(n, -1) + 1  # error: SL104
+    def forward(self, x):
+        x = self.permute(x, x.shape[0])
+        for layer in self.layers:
+            x = layer(x)
+        return x
 ''']
 
     def on_name_use(self, site: NameUse) -> None:
@@ -121,7 +138,11 @@ class M(torch.nn.Module):
             what = "differs from layer to layer (a loop index or a per-layer attribute)"
         else:
             return
-        if site.frame_input:
+        if site.frame_input and not site.break_line:
+            where = (f"is an argument of `{site.fn.symbol}`, which its caller calls from code "
+                     f"Dynamo runs eagerly (a frame it skipped for a graph break in a loop), "
+                     f"so it runs as a frame of its own: that frame")
+        elif site.frame_input:
             where = (f"is an argument of `{site.fn.symbol}`, which breaks the graph (line "
                      f"{site.break_line}) and so runs as a frame of its own: that frame")
         else:

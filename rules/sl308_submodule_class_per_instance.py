@@ -86,7 +86,11 @@ class Model(torch.nn.Module):
         if not site.after_break or not v.is_module or not v.has(Tag.INSTANCE):
             return
         classes = " or ".join(f"`{c.rsplit('.', 1)[-1]}`" for c in v.detail.split("|"))
-        if site.frame_input:
+        if site.frame_input and not site.break_line:
+            where = (f"`{site.fn.symbol}` is called from code Dynamo runs eagerly (a frame it "
+                     f"skipped for a graph break in a loop), so each instance runs it as a frame "
+                     f"of its own")
+        elif site.frame_input:
             where = (f"`{site.fn.symbol}` breaks the graph (line {site.break_line}), so each "
                      f"instance runs it as a frame of its own")
         else:

@@ -1784,6 +1784,9 @@ class Walker:
             returns = signature(target).returns
             if returns:
                 result = result.with_(kinds=returns)
+        if not self.a.callee_broke and not self.a.eager:  # traced inline, in this frame
+            self.frames.frame_calls.append((target, bound, self.flag_guards > 0,
+                                            instance if bound_self else None))
         if self.a.callee_broke:  # the graph broke inside: this frame resumes after the call
             self.frames.callee_broke(self.ctx.stmt if self.ctx.stmt is not None else target.node,  # type: ignore[arg-type]
                                      hard=self.a.callee_broke == 2, returned=result)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import ast
 import sys
-from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple, cast
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple, cast
 
 import libcst as cst
 
@@ -51,6 +51,9 @@ class Frames:
         #: Dynamo skipped began (its sites' findings are taken back; None: none skipped)
         self.frame_mark = 0
         self.skipped_from: Optional[int] = None
+        #: the calls the frame under way made that were traced inline (callee, arguments,
+        #: under a settings test, instance): when Dynamo skips the frame they run eagerly
+        self.frame_calls: List[Tuple[Any, Dict[str, Value], bool, Any]] = []
         #: where the graph first broke in this function (None: it did not), and last
         self.broke_at: Optional[cst.CSTNode] = None
         self.last_break: Optional[cst.CSTNode] = None
@@ -156,8 +159,11 @@ class Frames:
             w.a.eager += 1
             if w.ctx.root == w.ctx.qualname or after_sure:
                 self.skipped_from = self.frame_mark
-        elif journal is not None and not maybe:
-            self.frame_mark = journal.mark()  # what follows runs in a resume frame
+                self._calls_become_frames()
+        elif not maybe:
+            if journal is not None:
+                self.frame_mark = journal.mark()  # what follows runs in a resume frame
+            self.frame_calls = []
         w.a.add_graph_inputs(w.env.values())  # its inputs: the live locals
         if w.in_module_init():
             return  # "Uninitialized nn.Module": no resume frame, the rest runs eagerly
@@ -175,6 +181,21 @@ class Frames:
                 self.crossed[name] = node
                 self.carriers[name] = self.carrier_names(v) if v.is_size or shape else None
             self.hold(v)
+
+    def _calls_become_frames(self) -> None:
+        """Dynamo skips the frame under way (a graph break in a loop) and runs it eagerly,
+        from its start: each call it made before the loop was a frame of its own too, its
+        arguments that frame's inputs (qwen2.5-VL's vision tower: the ``seq_len`` it hands
+        ``permute_input_for_window_attn`` before its blocks' loop breaks is guarded there).
+        Those calls were walked inline; walk them again as frames."""
+        w = self.w
+        calls, self.frame_calls = self.frame_calls, []
+        broke = w.a.callee_broke
+        try:
+            for target, bound, flagged, instance in calls:
+                w.a.call(w.ctx, target, bound, flagged, instance)
+        finally:
+            w.a.callee_broke = broke
 
     def callee_broke(self, stmt: cst.CSTNode, hard: bool, returned: Value) -> None:
         """The graph broke inside a callee: this frame resumes after the call, taking what
@@ -344,12 +365,14 @@ class Frames:
             if not passthrough]  # (one handed on is reported by _guard_passed, if at all)
         reads += [(node, f"self.{attr}", v, stmt) for attr, (node, v, stmt)
                   in self.module_reads.items()]
+        # (no break here: its caller runs eagerly, a frame Dynamo skipped)
+        break_line = w.ctx.line(self.broke_at) if self.broke_at is not None else 0
         for node, name, v, stmt in reads:
             saved, w.ctx.stmt = w.ctx.stmt, stmt
             try:
                 w.emit("on_name_use", api.NameUse(
                     node, v, w.ctx, name=name, after_break=True,
-                    break_line=w.ctx.line(cast(cst.CSTNode, self.broke_at)), frame_input=True))
+                    break_line=break_line, frame_input=True))
             finally:
                 w.ctx.stmt = saved
 
