@@ -1764,3 +1764,46 @@ def test_a_size_computed_with_constants_is_named_after_the_size(tmp_path):
     assert [f.line for f in found] == [12], found
     message = found[0].message
     assert "`input_ids.shape[1]`" in message and "self.window" not in message, message
+
+
+def test_a_torch_size_annotation_is_a_shape(tree):
+    """``def forward(self, input_ids_shape: torch.Size)`` (LED's learned positions): the
+    annotation says a shape, whose ints a frame guards each, not an object of a user class.
+    Read as an object, it erased the Size its caller passed, and the frame of its own that
+    the helper is (its caller is skipped: a break in a loop) guarded nothing (torch 2.13
+    blames ``input_ids_shape[1] == 40`` at the ``arange``)."""
+    import ast
+
+    from shapelint.static.types import kinds_of_ast_annotation
+    from shapelint.values import Kind
+
+    for text in ("torch.Size", "Size", "Optional[torch.Size]"):
+        kinds = kinds_of_ast_annotation(ast.parse(text, mode="eval").body)
+        assert Kind.SHAPE in kinds and Kind.OBJECT not in kinds, (text, kinds)
+    found = tree({"m.py": """
+        import torch
+        from torch import nn
+
+        class Positions(nn.Module):
+            def forward(self, shape: torch.Size):
+                bsz, seq_len = shape[:2]
+                return torch.arange(seq_len)
+
+        class Layer(nn.Module):
+            def forward(self, x):
+                print("layer")
+                return x * 2
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.pos = Positions()
+                self.layers = nn.ModuleList([Layer() for _ in range(2)])
+
+            def forward(self, ids):
+                h = ids.float() + self.pos(ids.shape)
+                for layer in self.layers:
+                    h = layer(h)
+                return h
+        """}, select=["SL104"])
+    assert found == [("m.py", 7, "SL104")]

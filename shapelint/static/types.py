@@ -178,6 +178,8 @@ def _named(name: Optional[str]) -> set:
     last = _last(name)
     if last in TENSOR_NAMES:
         return {Kind.TENSOR}
+    if last == "Size" and name in ("Size", "torch.Size"):  # a shape: ints, not an object
+        return {Kind.SHAPE}
     if last in SCALARS:
         return {SCALARS[last]}
     if last in SEQUENCE_NAMES:
