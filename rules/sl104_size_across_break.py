@@ -118,6 +118,30 @@ class M(torch.nn.Module):
         for layer in self.layers:
             x = layer(x)
         return x
+''', '''
+import torch
+class Conv(torch.nn.Module):
+    def __init__(self, pad_mode=None):
+        super().__init__()
+        self.pad_mode = "constant" if pad_mode is None else pad_mode  # per instance
+    @staticmethod
+    def _pad(x, mode: str):
+        print("pad")  # a break: the helper is a frame of its own, shared by every instance
+        if mode != "reflect":  # error: SL104
+            return torch.nn.functional.pad(x, (1, 1), mode)
+        return x
+    def forward(self, x):
+        return self._pad(x, self.pad_mode) * 2
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.convs = torch.nn.ModuleList([Conv("replicate" if i % 2 else None) for i in range(4)])
+    def forward(self, x):
+        for conv in self.convs:
+            x = conv(x)[..., 1:-1]
+        return x
+def inputs(batch):
+    return (torch.randn(batch, 3, 8),)
 ''']
 
     def on_name_use(self, site: NameUse) -> None:
@@ -151,6 +175,7 @@ class M(torch.nn.Module):
         guard = f"`{site.name}[i] == <value>` for each size" if shape_dim is not None \
             else f"`{site.name} == <value>`"
         taken = "its sizes as Python ints and guards their values" if shape_dim is not None \
+            else "it as a Python string and guards its value" if v.kinds == {Kind.STR} \
             else "it as a Python int and guards its value"
         self.report(site, node=site.near, message=f"`{site.name}` {what} and {where} takes "
                                                   f"{taken} ({guard}), recompiling when it "

@@ -397,6 +397,8 @@ def varies_between_calls(v: Value) -> bool:
     size, whose ints the frame guards each (``shape[1] == 5``)."""
     if api.varying_shape_dim(v) is not None:
         return True
+    if Tag.INSTANCE in v.tags and v.kinds == {Kind.STR}:
+        return True  # a per-layer setting (`self.pad_mode`): a constant, guarded by value
     if v.is_tensor or not v.kinds or v.kinds - NUMBERS:
         return False
     return (v.is_size and v.varies is True) or Tag.DATA in v.tags or \

@@ -1033,7 +1033,10 @@ def _classify(value: ast.expr, module: ModuleInfo, params: Dict[str, ast.arg],
         if len(modules) == 2:
             classes = list(dict.fromkeys(m.cls for m in modules))
             return modules[0] if len(classes) == 1 else AttrInfo("module", "|".join(classes))
-        return AttrInfo("other")
+        # `config.pad_mode if pad_mode is None else pad_mode`: an argument where one is given
+        kinds = {side.kind for side in sides} - {"none"}
+        return AttrInfo(kinds.pop() if len(kinds) == 1 else "other",
+                        from_param=any(side.from_param for side in sides))
     if isinstance(value, ast.Name):
         param = params.get(value.id)
         if param is not None:
