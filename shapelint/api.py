@@ -80,6 +80,10 @@ class Function(Protocol):
         """Whether it is bound to an instance (``self`` is its first parameter)."""
 
     @property
+    def parameters(self) -> Tuple[str, ...]:
+        """Its parameters' names, in order (``self`` included)."""
+
+    @property
     def self_is_module(self) -> bool:
         """Whether ``self`` is an ``nn.Module``: an object that outlives the call, whose
         attributes Dynamo guards on from one call to the next."""

@@ -1766,7 +1766,7 @@ def test_a_size_computed_with_constants_is_named_after_the_size(tmp_path):
     assert "`input_ids.shape[1]`" in message and "self.window" not in message, message
 
 
-def test_a_torch_size_annotation_is_a_shape(tree):
+def test_a_torch_size_annotation_is_a_shape(tmp_path):
     """``def forward(self, input_ids_shape: torch.Size)`` (LED's learned positions): the
     annotation says a shape, whose ints a frame guards each, not an object of a user class.
     Read as an object, it erased the Size its caller passed, and the frame of its own that
@@ -1780,7 +1780,9 @@ def test_a_torch_size_annotation_is_a_shape(tree):
     for text in ("torch.Size", "Size", "Optional[torch.Size]"):
         kinds = kinds_of_ast_annotation(ast.parse(text, mode="eval").body)
         assert Kind.SHAPE in kinds and Kind.OBJECT not in kinds, (text, kinds)
-    found = tree({"m.py": """
+    from conftest import check_tree, write_tree
+
+    write_tree(tmp_path, {"m.py": """
         import torch
         from torch import nn
 
@@ -1805,5 +1807,8 @@ def test_a_torch_size_annotation_is_a_shape(tree):
                 for layer in self.layers:
                     h = layer(h)
                 return h
-        """}, select=["SL104"])
-    assert found == [("m.py", 7, "SL104")]
+        """})
+    found = check_tree(tmp_path, ["SL104"]).all_findings()
+    assert [f.line for f in found] == [7], found
+    # `seq_len` is unpacked from the argument, not one itself
+    assert "comes from an argument of `Positions.forward`" in found[0].message, found[0].message

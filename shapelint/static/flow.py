@@ -92,6 +92,11 @@ class FunctionContext:
         return self.info.is_method
 
     @property
+    def parameters(self) -> Tuple[str, ...]:
+        args = self.info.tree.args
+        return tuple(a.arg for a in args.posonlyargs + args.args + args.kwonlyargs)
+
+    @property
     def _self_class(self) -> Optional[ClassInfo]:
         """The class of ``self`` where the walk knows it (a method, with the project at hand)."""
         return self.instance if self.info.is_method and self.project is not None else None
