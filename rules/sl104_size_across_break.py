@@ -165,13 +165,9 @@ def inputs(batch):
         # (a name bound from a Size argument, `bsz, seq_len = input_ids_shape[:2]`, is not one)
         source = "is an argument" if site.name.split(".")[0] in site.fn.parameters \
             else "comes from an argument"
-        if site.frame_input and not site.break_line:
-            where = (f"{source} of `{site.fn.symbol}`, which its caller calls from code "
-                     f"Dynamo runs eagerly (a frame it skipped for a graph break in a loop), "
-                     f"so it runs as a frame of its own: that frame")
-        elif site.frame_input:
-            where = (f"{source} of `{site.fn.symbol}`, which breaks the graph (line "
-                     f"{site.break_line}) and so runs as a frame of its own: that frame")
+        if site.frame_input:
+            where = (f"{source} of `{site.fn.symbol}`, which {site.own_frame_cause()} and so "
+                     f"runs as a frame of its own: that frame")
         else:
             where = f"crosses the graph break at line {site.break_line}: the resumed frame"
         # on the statement: torch names the line where the statement's guard is made

@@ -86,13 +86,9 @@ class Model(torch.nn.Module):
         if not site.after_break or not v.is_module or not v.has(Tag.INSTANCE):
             return
         classes = " or ".join(f"`{c.rsplit('.', 1)[-1]}`" for c in v.detail.split("|"))
-        if site.frame_input and not site.break_line:
-            where = (f"`{site.fn.symbol}` is called from code Dynamo runs eagerly (a frame it "
-                     f"skipped for a graph break in a loop), so each instance runs it as a frame "
-                     f"of its own")
-        elif site.frame_input:
-            where = (f"`{site.fn.symbol}` breaks the graph (line {site.break_line}), so each "
-                     f"instance runs it as a frame of its own")
+        if site.frame_input:
+            where = (f"`{site.fn.symbol}` {site.own_frame_cause()}, so each instance runs it as "
+                     f"a frame of its own")
         else:
             where = f"the frame that resumes after the graph break at line {site.break_line}"
         self.report(site, message=f"`{site.name}` is {classes} depending on the instance; "

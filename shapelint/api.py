@@ -335,13 +335,22 @@ class NameUse(Site):
     ``frame_input``: with ``after_break``, the first read of a parameter of a function that
     breaks the graph. Called from a compiled frame, such a function runs as a frame of its
     own (Dynamo breaks the caller at the call), so its arguments are that frame's inputs:
-    a Python int among them is guarded by value where the function first reads it."""
+    a Python int among them is guarded by value where the function first reads it. A function
+    its caller calls from code Dynamo runs eagerly (a frame skipped for a break in a loop) is
+    a frame of its own too; then ``break_line`` is 0."""
 
     name: str = ""
     passthrough: bool = False
     after_break: bool = False
     break_line: int = 0
     frame_input: bool = False
+
+    def own_frame_cause(self) -> str:
+        """Why the function is a frame of its own, as a clause after its name (``frame_input``)."""
+        if not self.break_line:
+            return ("is called from code Dynamo runs eagerly (a frame it skipped for a graph "
+                    "break in a loop)")
+        return f"breaks the graph (line {self.break_line})"
 
 
 # ---------------------------------------------------------------------------------------------
