@@ -4,13 +4,14 @@ from shapelint.api import Kind, NameUse, Rule, Tag, varying_shape_dim, varying_s
 class SizeAcrossBreak(Rule):
     """
     ## What it does
-    Finds a Python int that differs between calls (a varying tensor size, a layer index), or a
-    `torch.Size` that holds one (`orig_shape = x.shape`), where a frame that takes it as an
-    input first reads it:
+    Finds a Python int that differs between calls (a varying tensor size, a layer index; a
+    per-layer string setting such as `pad_mode` too), or a `torch.Size` that holds one
+    (`orig_shape = x.shape`), where a frame that takes it as an input first reads it:
     - after a graph break in its function (the first read in each resumed frame);
     - in a function that breaks the graph, which Dynamo compiles as a frame of its own when a
-      compiled frame calls it, or whatever it does when eagerly run code calls it: its first
-      read of such an argument;
+      compiled frame calls it, or whatever it does when eagerly run code calls it (a frame
+      Dynamo skipped for a break in its loop runs eagerly from its start, so the calls it
+      makes before the loop are such frames too): its first read of such an argument;
     - handed to a call that breaks the graph: the call's line.
 
     ## Why is this bad?
