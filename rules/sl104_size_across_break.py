@@ -11,7 +11,8 @@ class SizeAcrossBreak(Rule):
     - in a function that breaks the graph, which Dynamo compiles as a frame of its own when a
       compiled frame calls it, or whatever it does when eagerly run code calls it (a frame
       Dynamo skipped for a break in its loop runs eagerly from its start, so the calls it
-      makes before the loop are such frames too): its first read of such an argument;
+      makes before the loop are such frames too; after a break in a `try` block Dynamo cannot
+      resume, and runs the rest of the function eagerly): its first read of such an argument;
     - handed to a call that breaks the graph: the call's line.
 
     ## Why is this bad?
@@ -143,6 +144,19 @@ class M(torch.nn.Module):
         return x
 def inputs(batch):
     return (torch.randn(batch, 3, 8),)
+''', '''
+import torch
+class M(torch.nn.Module):
+    def helper(self, x, n):  # called eagerly: a frame of its own, n its input
+        return x.reshape(n, -1) + 1  # error: SL104
+    def forward(self, x):
+        n = x.shape[0]
+        try:  # a break in a try block: Dynamo cannot resume, the rest runs eagerly
+            peak = x.abs().max().item()
+        except RuntimeError:
+            peak = 1.0
+        ones = torch.ones(n, 1) * peak  # not guarded: this line runs eagerly
+        return self.helper(x, n) + ones.sum()
 ''']
 
     def on_name_use(self, site: NameUse) -> None:

@@ -348,8 +348,8 @@ class NameUse(Site):
     def own_frame_cause(self) -> str:
         """Why the function is a frame of its own, as a clause after its name (``frame_input``)."""
         if not self.break_line:
-            return ("is called from code Dynamo runs eagerly (a frame it skipped for a graph "
-                    "break in a loop)")
+            return ("is called from code Dynamo runs eagerly (what it skips of a frame after a "
+                    "graph break in a loop or in a `try` block)")
         return f"breaks the graph (line {self.break_line})"
 
 

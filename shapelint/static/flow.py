@@ -400,6 +400,9 @@ class Walker:
         self.data_test = False  # set by condition()
         self.size_guards = 0  # tests of a varying size the current statement is under
         self.presence_guards = 0  # tests of whether an optional input was given
+        #: where (in the journal) each `try:` body the statement is in began: Dynamo cannot
+        #: resume after a break inside one (see Frames.graph_break)
+        self.try_marks: List[int] = []
         self.size_test = False  # set by condition()
         self.ctx = ctx
         self.mod = ctx.module
@@ -575,7 +578,12 @@ class Walker:
                 self.suite(s.body)
             elif isinstance(s, (cst.Try, getattr(cst, "TryStar", cst.Try))):
                 s = cast(cst.Try, s)  # (TryStar has the same fields)
-                self.suite(s.body)
+                journal = self.a.journal
+                self.try_marks.append(journal.mark() if journal is not None else 0)
+                try:
+                    self.suite(s.body)
+                finally:
+                    self.try_marks.pop()
                 self.done = False  # a handler may run after any statement of the body
                 for h in s.handlers:
                     if always_raises(h.body):

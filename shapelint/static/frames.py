@@ -147,6 +147,14 @@ class Frames:
         skips_loop = skips_loop and w.data_guards == 0
         self.hard_break = self.hard_break or skips_loop
         journal = w.a.journal
+        if w.try_marks and not self.eager and not w.a.eager and skips_loop:
+            # inside a `try:` body Dynamo cannot resume (torch 2.13: "Encountered graph break
+            # that we cannot resume from"): it compiles up to the `try` and runs the rest of
+            # the function eagerly, what it calls as frames of their own
+            self.eager = True
+            w.a.eager += 1
+            self.skipped_from = w.try_marks[0]
+            return
         if w.loops > (w.comprehensions if COMPREHENSION_FRAMES else 0) and not self.eager \
                 and skips_loop:
             # a graph break inside a loop: Dynamo skips the frame and runs it eagerly, so
