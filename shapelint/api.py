@@ -336,8 +336,9 @@ class NameUse(Site):
     breaks the graph. Called from a compiled frame, such a function runs as a frame of its
     own (Dynamo breaks the caller at the call), so its arguments are that frame's inputs:
     a Python int among them is guarded by value where the function first reads it. A function
-    its caller calls from code Dynamo runs eagerly (a frame skipped for a break in a loop) is
-    a frame of its own too; then ``break_line`` is 0."""
+    its caller calls from code Dynamo runs eagerly (a frame skipped for a break in a loop, the
+    rest of a function after a break in a ``try`` body) is a frame of its own too; then
+    ``break_line`` is 0."""
 
     name: str = ""
     passthrough: bool = False

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import ast
 import sys
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple, cast
+from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple, cast
 
 import libcst as cst
 
@@ -28,6 +28,7 @@ from shapelint.values import NUMBERS, Kind, Tag, Value
 
 if TYPE_CHECKING:  # pragma: no cover
     from shapelint.static.flow import Walker
+    from shapelint.static.project import ClassInfo, FunctionInfo
 
 
 #: before Python 3.12 (PEP 709) a comprehension runs as a function of its own: a break inside
@@ -53,7 +54,7 @@ class Frames:
         self.skipped_from: Optional[int] = None
         #: the calls the frame under way made that were traced inline (callee, arguments,
         #: under a settings test, instance): when Dynamo skips the frame they run eagerly
-        self.frame_calls: List[Tuple[Any, Dict[str, Value], bool, Any]] = []
+        self.frame_calls: List[Tuple["FunctionInfo", Dict[str, Value], bool, Optional["ClassInfo"]]] = []
         #: where the graph first broke in this function (None: it did not), and last
         self.broke_at: Optional[cst.CSTNode] = None
         self.last_break: Optional[cst.CSTNode] = None

@@ -124,8 +124,9 @@ def broadcast(a: Dims, b: Dims) -> Dims:
         return a
     if a.rank == 0:
         return b
-    # one side unknown: the other's dims, unless those are a weight's (all fixed, any rank),
-    # which say nothing of the activations they scale (`alpha * residual`)
+    # one side unknown: the other's trailing dims (not its rank), unless those are a
+    # weight's (all fixed, any rank), which say nothing of the activations they scale
+    # (`alpha * residual`)
     if b == UNKNOWN_DIMS:
         return b if _fixed_any_rank(a) else _trailing(a)
     if a == UNKNOWN_DIMS:
