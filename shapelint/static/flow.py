@@ -1401,8 +1401,8 @@ class Walker:
             dim = join_dims(shapes.size_dim(left), shapes.size_dim(right))
         # named after the operand that varies: `(window - seq_len % window) % window` is
         # seq_len's, not the constant's on its left
-        origin = next((s.origin for s in (left, right) if s.origin is not None and s.dim is not None
-                       and s.dim.state is Dim.VARY), merged.origin)
+        origin = next((s.origin for s in (left, right) if s.origin is not None and s.varies),
+                      merged.origin)
         return Value(kinds=kinds, tags=merged.tags & _KEPT, origin=origin, dim=dim,
                      detail=merged.detail, zero_one=False, carriers=merged.carriers)
 
@@ -1791,15 +1791,14 @@ class Walker:
                 if both != have and both:
                     bound[name] = bound[name].with_(kinds=both)
         self.a.callee_broke = 0
-        result = self.a.call(self.ctx, target, bound, self.flag_guards > 0,
-                             instance if bound_self else None)
+        flagged, inst = self.flag_guards > 0, instance if bound_self else None
+        result = self.a.call(self.ctx, target, bound, flagged, inst)
         if not result.kinds:  # the walk could not tell: the return annotation can
             returns = signature(target).returns
             if returns:
                 result = result.with_(kinds=returns)
         if not self.a.callee_broke and not self.a.eager:  # traced inline, in this frame
-            self.frames.frame_calls.append((target, bound, self.flag_guards > 0,
-                                            instance if bound_self else None))
+            self.frames.frame_calls.append((target, bound, flagged, inst))
         if self.a.callee_broke:  # the graph broke inside: this frame resumes after the call
             self.frames.callee_broke(self.ctx.stmt if self.ctx.stmt is not None else target.node,  # type: ignore[arg-type]
                                      hard=self.a.callee_broke == 2, returned=result)

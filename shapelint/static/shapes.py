@@ -654,7 +654,7 @@ def function_dims(name: str, args: Args, kwargs: Kwargs) -> Optional[Dims]:
         d = _int_const(_arg(args, kwargs, 1, "dim")) or 0
         rows = sequence_length(seq) if seq is not None and seq.elems is None and d == 0 else None
         if rows is not None:  # one row per item of a grown list, each an item's dims
-            item = seq.dims if seq is not None and seq.dims is not None else Dims()
+            item = dims_of(seq)
             return Dims((rows,) + item.front, item.back, None if item.rank is None else item.rank + 1)
         if seq is None or seq.elems is None or not seq.elems:
             return None
@@ -716,9 +716,7 @@ def _cat_sequence(item: Dims, length: Optional[DimInfo], d: int) -> Optional[Dim
     """Dims of ``torch.cat(items, d)`` where ``items`` is a sequence of tensors of dims
     ``item`` and ``length`` items (``list(x)``, ``x.split(k)``): dim ``d`` is the sum of the
     items' dims, so it varies when theirs or the count does."""
-    joined = join_dims(item.at(d), length or UNKNOWN_DIM)
-    if joined.state is not Dim.VARY and (length is None or length.state is not Dim.CONST):
-        joined = UNKNOWN_DIM
+    joined = join_dims(item.at(d), length or UNKNOWN_DIM)  # (constant only if both are)
     if item.rank is None and d == len(item.front):
         return Dims(item.front + (joined,), item.back, None)
     return _replace(item, d, joined)
