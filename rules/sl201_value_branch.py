@@ -87,5 +87,10 @@ class M(torch.nn.Module):
         # is a Python bool while the model serves, and a tensor only while it trains
         if site.value.is_sure_tensor and not site.flag_guarded:
             when = f" (on the calls where `{site.only_when}`)" if site.only_when else ""
+            if site.context == "compare":
+                self.report(site, f"`{site.short_code()}` compares a tensor item of a list or "
+                                  f"tuple; Python asks that item's comparison for its truth, "
+                                  f"which Dynamo cannot decide: it breaks the graph here{when}")
+                return
             self.report(site, f"`{site.short_code()}` is a tensor value used as a Python bool; Dynamo "
                               f"breaks the graph here to evaluate it{when}")

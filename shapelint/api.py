@@ -144,7 +144,9 @@ class Condition(Site):
     """An expression whose truth steers Python control flow.
 
     ``context`` is one of ``if``, ``while``, ``ifexp``, ``assert``, ``bool`` (``bool(x)``,
-    ``not x`` and operands of ``and``/``or`` reach the rule one operand at a time), ``match``.
+    ``not x`` and operands of ``and``/``or`` reach the rule one operand at a time), ``match``,
+    ``compare`` (a tuple/list comparison with a tensor item: Python asks each item comparison
+    for its truth).
     """
 
     context: str = "if"

@@ -173,6 +173,14 @@ ROWS: Tuple[Row, ...] = (
     Row("x[mask] *= v", Effect.GRAPH_BREAK,
         _prog("x = x.clone()\nx[x > 0] *= 2  # <-\nreturn x * 2"),
         "an augmented assignment reads x[mask] first: a nonzero, whose length is the data's"),
+    Row("list == [.., tensor]", Effect.GRAPH_BREAK,
+        _prog("k = (x > 9).long().sum() + 4\nassert list(x.size()) == [x.shape[0], k]  # <-\n"
+              "return x * 2"),
+        "Python compares the items one by one and asks the tensor item's comparison for its "
+        "truth: Dynamo cannot decide it (list_richcompare_nonconst)"),
+    Row("list == [.., size]", Effect.NONE,
+        _prog("n = x.shape[1]\nassert list(x.size()) == [x.shape[0], n]  # <-\nreturn x * 2"),
+        "every item a size: decided while tracing, no guard beyond the sizes' own"),
     Row("Tensor.nonzero()", Effect.GRAPH_BREAK, _prog("i = x.nonzero()  # <-\nreturn i.sum()")),
     Row("torch.bincount", Effect.GRAPH_BREAK,
         _prog("c = torch.bincount(x.abs().long().flatten())  # <-\nreturn c.sum() + x")),

@@ -1308,6 +1308,15 @@ class Walker:
                 return Value(kinds=_BOOL, tags=frozenset({Tag.DATA}), origin=self.origin(node))
             tags = left.tags & _KEPT
             return Value(kinds=_BOOL, tags=tags, origin=left.origin if tags else None, dim=left.dim)
+        item = _tensor_item_compared(values)
+        if item is not None:
+            # `list(t.size()) == [b, n, k]` with `k = mask.sum().max()`: Python compares item by
+            # item and calls bool() on a tensor; Dynamo cannot decide it and breaks the graph
+            # (list_richcompare_nonconst). The result is a Python bool again after the break
+            self.emit("on_condition", api.Condition(node, Value(
+                kinds=_TENSOR, tags=frozenset({Tag.MASK}), origin=self.origin(node),
+                dims=shapes.dims_of(item)), self.ctx, context="compare"))
+            return Value(kinds=_BOOL)
         if any(v.is_tensor for v in values):
             dims = None
             for v in values:
@@ -1960,6 +1969,17 @@ def _const_truth(v: Optional[Value]) -> Optional[bool]:
     if v.const is not None and v.kinds and v.kinds <= {Kind.BOOL, Kind.INT, Kind.FLOAT, Kind.STR}:
         return bool(v.const)
     return None
+
+
+def _tensor_item_compared(values: Sequence[Value]) -> Optional[Value]:
+    """A tensor item of a tuple/list display compared with another sequence (``list(t.size())
+    == [b, n, k]``, ``t.size() != (b, k)``), or None: Python compares the items one by one and
+    asks the tensor comparison for its truth."""
+    if len(values) < 2 or any(v.is_tensor for v in values) or \
+            not all(v.elems is not None or v.is_shape or (v.kinds and v.kinds <= SEQUENCES)
+                    for v in values):
+        return None
+    return next((it for v in values for it in (v.elems or ()) if it.is_sure_tensor), None)
 
 
 def _is_none(node: cst.CSTNode) -> bool:
