@@ -5,7 +5,9 @@ class ValueBranch(Rule):
     """
     ## What it does
     Finds Python control flow that depends on a tensor's *values*: `if t.any():`,
-    `while (x > 0).sum():`, `if loss > best:`, `bool(t)`, `t and ...`.
+    `while (x > 0).sum():`, `if loss > best:`, `bool(t)`, `t and ...`, and a tuple or list
+    comparison with a tensor item (`assert list(t.size()) == [b, n, k]` with `k =
+    mask.sum().max()`), where Python asks the item comparison for its truth.
 
     A test that runs only in some configurations is not reported: under a test of settings
     (`if self.training:`, `if self.config.use_x:`), or after one in the same `and`. A test of
