@@ -68,6 +68,12 @@ class M(torch.nn.Module):
         starts = torch.ones_like(x[:, 0]).long().cumsum(0) - 1  # where each row's patch begins
         start = starts[0]
         return x[0, start:start + 2] * 2  # error: SL202
+''', '''
+import torch
+class M(torch.nn.Module):
+    def forward(self, x):
+        width = torch.IntTensor([2])  # a legacy typed constructor builds a tensor
+        return torch.tanh(x[:, :width[0]])  # error: SL202
 ''']
 
     def on_call(self, site: Call) -> None:

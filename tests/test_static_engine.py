@@ -4,6 +4,7 @@ a function libcst cannot parse."""
 from __future__ import annotations
 
 import glob
+import textwrap
 import sys
 import os
 
@@ -1812,3 +1813,51 @@ def test_a_torch_size_annotation_is_a_shape(tmp_path):
     assert [f.line for f in found] == [7], found
     # `seq_len` is unpacked from the argument, not one itself
     assert "comes from an argument of `Positions.forward`" in found[0].message, found[0].message
+
+
+def test_the_callers_sizes_win_over_a_tensor_annotation(tree):
+    """Issue 19's independent SL206 sample: a helper annotated ``value_spatial_shapes:
+    Tensor`` (RT-DETRv2) or ``num_keypoints: torch.Tensor`` (LightGlue) is handed a list of
+    (height, width) ints or an int read off a shape by its only caller. torch traces the
+    reshape and the ``torch.full`` with those ints and never breaks; the annotation is only a
+    claim, the caller's value is the evidence. The same helper handed a real tensor still
+    breaks the graph at the reshape (its sizes are read back into Python)."""
+    helper = """
+        def {name}(value: torch.Tensor, shapes: torch.Tensor, n: torch.Tensor):
+            out = []
+            for level, (height, width) in enumerate(shapes):
+                out.append(value.reshape(value.shape[0], height, width))
+            return torch.full((value.shape[0], n), 1.0), out
+    """
+    found = tree({"m.py": "import torch\nfrom torch import nn\n" + "".join(
+        textwrap.dedent(helper.format(name=n)) for n in ("sizes", "tensors")) + textwrap.dedent("""
+        class M(nn.Module):
+            def forward(self, x):
+                shapes = []
+                for t in (x, x):
+                    shapes.append((t.shape[1], t.shape[2]))
+                return sizes(x.flatten(1), shapes, x.shape[1])
+
+        class Wrong(nn.Module):
+            def forward(self, x, grid):
+                return tensors(x.flatten(1), grid.long(), grid.sum())
+        """)}, select=["SL206"])
+    # (the break in the loop makes Dynamo skip `tensors`: its `torch.full` is never traced)
+    assert sorted(found) == [("m.py", 13, "SL206")], found
+
+
+def test_an_optional_size_argument_is_a_size_not_a_tensor(tree):
+    """``forward(self, hidden_state, size=None)`` of a fusion layer (Prompt-Depth-Anything)
+    passes ``size`` on to ``interpolate(size=...)``: a ``size=None`` an entry leaves
+    unannotated holds a size its caller read off a shape, as ``n`` or ``seq_len`` without a
+    default do, not an optional input tensor (which would be read back into Python there)."""
+    found = tree({"m.py": """
+        import torch
+        from torch import nn
+
+        class Fusion(nn.Module):
+            def forward(self, hidden_state, size=None):
+                modifier = {"scale_factor": 2} if size is None else {"size": size}
+                return nn.functional.interpolate(hidden_state, **modifier, mode="bilinear")
+        """}, select=["SL206"])
+    assert found == [], found

@@ -1792,6 +1792,12 @@ class Walker:
                 bound[name] = sig.defaults[name]
             elif name in bound and sig.kinds.get(name):
                 declared, have = sig.kinds[name], bound[name].kinds
+                if have and not have & declared and Kind.TENSOR in declared and \
+                        Kind.TENSOR not in have:
+                    # an int read off a shape, a list of them: the caller's value is the
+                    # evidence, a `Tensor` annotation only a claim (rt_detr's
+                    # `value_spatial_shapes: Tensor` gets a list of (height, width) ints)
+                    continue
                 # the callee's annotation says what the value is where the caller only
                 # assumed (an unannotated `x=None` of an entry is taken for a tensor)
                 both = have & declared if have else declared

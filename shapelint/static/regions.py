@@ -345,8 +345,12 @@ class Regions:
         elif not kinds and ann is None and _is_none(p.default):  # forward(self, x, mask=None)
             # a flag by its name (return_dict=None, output_attentions=None), else an optional
             # input tensor
-            kinds = frozenset({Kind.BOOL, Kind.NONE}) if FLAG_NAME.search(name) \
-                else frozenset({Kind.TENSOR, Kind.NONE})
+            if FLAG_NAME.search(name):
+                kinds = frozenset({Kind.BOOL, Kind.NONE})
+            elif looks_like_int(name) or name in ("size", "shape"):  # (size=None: a size)
+                kinds = frozenset({Kind.INT, Kind.NONE})
+            else:
+                kinds = frozenset({Kind.TENSOR, Kind.NONE})
         if Kind.TENSOR in kinds:
             return Value(kinds=kinds, origin=origin, dims=self.arg_dims(name))
         if Kind.TENSORS in kinds:

@@ -100,6 +100,11 @@ DATA_SIZED = frozenset({"nonzero", "masked_select", "unique", "unique_consecutiv
                         "bincount"})
 
 
+#: the legacy typed tensor classes: calling one builds a tensor (``torch.IntTensor([n])``)
+LEGACY_TENSOR_TYPES = frozenset(f"torch.{t}Tensor" for t in (
+    "Float", "Double", "Half", "BFloat16", "Byte", "Char", "Short", "Int", "Long", "Bool"))
+
+
 def _kinds_of(ret: str) -> frozenset:
     return {
         "tensor": frozenset({Kind.TENSOR}), "tensors": frozenset({Kind.TENSORS}),
@@ -116,6 +121,8 @@ def torch_result(name: str, short: str, args: Args, kwargs: Kwargs, origin: Orig
     """What ``torch.name(...)`` (or, with ``receiver``, ``receiver.short(...)``) returns, and
     its arguments bound to torch's parameter names."""
     is_method = receiver is not None
+    if not is_method and name in LEGACY_TENSOR_TYPES:  # `torch.IntTensor([n])`: a new tensor
+        return Value(kinds=frozenset({Kind.TENSOR}), origin=origin), {}
     picked = choose(short if is_method else name, args, kwargs, is_method)
     if picked is None:
         known = torch_api().lookup(short if is_method else name, is_method)
