@@ -343,11 +343,12 @@ class Regions:
             else:
                 kinds = frozenset({Kind.INT}) if looks_like_int(name) else frozenset({Kind.TENSOR})
         elif not kinds and ann is None and _is_none(p.default):  # forward(self, x, mask=None)
-            # a flag by its name (return_dict=None, output_attentions=None), else an optional
-            # input tensor
+            # a flag by its name (return_dict=None, output_attentions=None), a size by its
+            # name (size=None, max_length=None: what a caller read off a shape), else an
+            # optional input tensor
             if FLAG_NAME.search(name):
                 kinds = frozenset({Kind.BOOL, Kind.NONE})
-            elif looks_like_int(name) or name in ("size", "shape"):  # (size=None: a size)
+            elif looks_like_int(name) or name in ("size", "shape"):
                 kinds = frozenset({Kind.INT, Kind.NONE})
             else:
                 kinds = frozenset({Kind.TENSOR, Kind.NONE})
