@@ -34,10 +34,12 @@ class TensorAsSize(Rule):
     name = "tensor-as-size"
     summary = "A tensor is used where torch expects a size or a Python number"
     evidence = ("graph-break",)
-    # under 0.9 on held-out real code: 0 of 9 right in issue 19's independent,
-    # torch-judged sample of transformers, diffusers and timm findings
-    preview = True
-    measured_precision = 0.00
+    # held-out real code: issue 19's independent, torch-judged sample found 0 of 9 right; a
+    # sample of 24 of its findings in transformers, diffusers and timm found 20 right, and its
+    # 4 wrong ones named three type errors (a caller's ints under a `Tensor` annotation, an
+    # entry's `size=None`), mended; a fresh sample of 24 others, each judged by a torch
+    # program, then found 22 right (the zoo's held-out half: 4 of 4): a default rule
+    measured_precision = 0.92  # 22 of 24
     hint = "compute the size with Python arithmetic on x.shape, or capture it as an unbacked int"
     VALID = ['''
 import torch

@@ -1861,3 +1861,41 @@ def test_an_optional_size_argument_is_a_size_not_a_tensor(tree):
                 return nn.functional.interpolate(hidden_state, **modifier, mode="bilinear")
         """}, select=["SL206"])
     assert found == [], found
+
+
+def test_a_tensor_a_breaking_callee_returns_is_an_input_of_the_resumed_frame(tree):
+    """Longformer's ``_get_global_attn_indices`` breaks the graph (``nonzero``) and returns
+    ``max_num_global_attn_indices``, a 0-d tensor its caller hands ``new_zeros`` as a size. The
+    callee ran as a frame of its own, so the resumed caller takes a real tensor as an input and
+    Dynamo reads it as a size without a break (torch 2.13: only the ``nonzero`` breaks; a fresh
+    torch-judged sample of SL206 caught the static pass flagging the ``new_zeros``)."""
+    found = tree({"m.py": """
+        import torch
+        from torch import nn
+
+        def indices(mask):
+            count = mask.long().sum(dim=1)
+            most = count.max()
+            nonzero = mask.nonzero(as_tuple=True)
+            return most, nonzero
+
+        class Attention(nn.Module):
+            def forward(self, x, mask):
+                most, nonzero = indices(mask)
+                return x.new_zeros(x.shape[0], most, 4) + 1
+
+        class Cross(nn.Module):
+            def forward(self, x, mask):
+                most, nonzero = indices(mask)
+                return x.new_zeros(x.shape[0], most, 4) + 2
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.attn = Attention()
+                self.cross = Cross()
+
+            def forward(self, x, mask):
+                return self.attn(x, mask) + self.cross(x, mask)
+        """}, select=["SL204", "SL206"])
+    assert found == [("m.py", 7, "SL204")], found

@@ -262,6 +262,12 @@ class Frames:
         computed from data after a break, or returned by a call that broke."""
         self.crossed.pop(name, None)
         self.carriers.pop(name, None)
+        if self.returned_across is not None and self.returned_across is self.w.ctx.stmt and \
+                v.is_tensor:
+            # a tensor a callee that broke returns: it ran as a frame of its own and hands the
+            # resumed frame a real tensor, an input there (Longformer's
+            # `max_num_global_attn_indices`, a 0-d tensor read as a size without a break)
+            self.w.a.add_graph_inputs([v])
         if self.unpacking is not None and self.unpacking[0] is self.w.ctx.stmt:
             _, where, param = self.unpacking
             if v.is_size and v.varies:  # an int of a Size handed on: an input in its place
