@@ -46,7 +46,7 @@ class ValueBranch(Rule):
     # preview; 28 of 29 with 572 models replayed; 30 of 31 once a test of an input's dtype
     # counts as how the model is called (the zoo replays half-precision callers too); 35 of
     # 37 once `module-mode = "eval"` walked the layers LayerDrop's `to_drop` used to hide
-    # 36 of 38; 35 of 37 once Dots3-Note, cited by stop 37's sample, moved to tune
+    # 36 of 38; 35 of 37 once ViLT, cited by stop 37's sample, moved to tune
     measured_precision = 0.95  # 35 of 37
     registry_ids = ("GB0170", "GB0035")
     hint = "use torch.where / torch.cond, or move the decision out of the compiled region"

@@ -30,7 +30,7 @@ class DynamicOutputShape(Rule):
     evidence = ("graph-break",)
     # the zoo's held-out half, past 20 judged findings: 71 of 72 (bench/zoo.py score --split
     # held-out, 591 models replayed); issue 19's independent sample: 7 of 7
-    # 67 of 67 once Dots3-Note, cited by stop 37's sample, moved to tune
+    # 67 of 67 once ViLT, cited by stop 37's sample, moved to tune
     measured_precision = 1.00  # 67 of 67
     registry_ids = ("GB0036", "GB0033")
     hint = "use a fixed-shape formulation (masks, torch.where, output_size=, nonzero_static)"

@@ -36,7 +36,7 @@ class TensorIteration(Rule):
     # variants replayed. Past 20 held-out findings and over 0.9 there: a default rule (issue
     # 19's independent sample, taken before the frame and type fixes: 0 of 14)
     preview = False
-    # 19 of 21 once Dots3-Note, cited by stop 37's sample, moved to tune
+    # 19 of 21 once ViLT, cited by stop 37's sample, moved to tune
     measured_precision = 0.90  # 19 of 21
     hint = "apply the op to the whole batch, or use torch.vmap"
     VALID = ['''

@@ -38,7 +38,7 @@ class TensorAsSize(Rule):
     # sample of 24 of its findings in transformers, diffusers and timm found 20 right, and its
     # 4 wrong ones named three type errors (a caller's ints under a `Tensor` annotation, an
     # entry's `size=None`), mended; a fresh sample of 24 others, each judged by a torch
-    # program, then found 22 right (the zoo's held-out half: 2 of 2, 4 of 4 before Dots3-Note
+    # program, then found 22 right (the zoo's held-out half: 2 of 2, 4 of 4 before ViLT
     # moved to tune): a default rule
     measured_precision = 0.92  # 22 of 24
     hint = "compute the size with Python arithmetic on x.shape, or capture it as an unbacked int"
