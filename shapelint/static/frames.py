@@ -259,7 +259,8 @@ class Frames:
     # -- names bound and read -----------------------------------------------------------------
     def bound(self, name: str, v: Value) -> None:
         """``name`` holds a fresh value: traced in the new frame, unless it is a Python number
-        computed from data after a break, or returned by a call that broke."""
+        computed from data after a break, or returned by a call that broke (a tensor such a
+        call returns is an input of the resumed frame)."""
         self.crossed.pop(name, None)
         self.carriers.pop(name, None)
         if self.returned_across is not None and self.returned_across is self.w.ctx.stmt and \

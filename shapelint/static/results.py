@@ -13,6 +13,7 @@ from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 from shapelint.static import dynamo, shapes
 from shapelint.static.torch_api import Binding, Overload, TorchAPI, load
+from shapelint.static.types import TENSOR_NAMES
 from shapelint.values import (CONST_DIM, NUMBERS, UNKNOWN, Dim, DimInfo, Dims, Kind, Origin, Tag, Value, join_dims,
                               tracked)
 
@@ -100,9 +101,9 @@ DATA_SIZED = frozenset({"nonzero", "masked_select", "unique", "unique_consecutiv
                         "bincount"})
 
 
-#: the legacy typed tensor classes: calling one builds a tensor (``torch.IntTensor([n])``)
-LEGACY_TENSOR_TYPES = frozenset(f"torch.{t}Tensor" for t in (
-    "Float", "Double", "Half", "BFloat16", "Byte", "Char", "Short", "Int", "Long", "Bool"))
+#: the tensor classes whose call builds a tensor (``torch.IntTensor([n])``, the legacy typed
+#: constructors)
+TENSOR_CLASSES = frozenset(f"torch.{t}" for t in TENSOR_NAMES if t.endswith("Tensor"))
 
 
 def _kinds_of(ret: str) -> frozenset:
@@ -121,7 +122,7 @@ def torch_result(name: str, short: str, args: Args, kwargs: Kwargs, origin: Orig
     """What ``torch.name(...)`` (or, with ``receiver``, ``receiver.short(...)``) returns, and
     its arguments bound to torch's parameter names."""
     is_method = receiver is not None
-    if not is_method and name in LEGACY_TENSOR_TYPES:  # `torch.IntTensor([n])`: a new tensor
+    if not is_method and name in TENSOR_CLASSES:  # `torch.IntTensor([n])`: a new tensor
         return Value(kinds=frozenset({Kind.TENSOR}), origin=origin), {}
     picked = choose(short if is_method else name, args, kwargs, is_method)
     if picked is None:

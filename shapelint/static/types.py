@@ -18,6 +18,7 @@ from shapelint.values import Kind, Value
 #: names (last component) of classes that are tensors
 TENSOR_NAMES = frozenset({"Tensor", "FloatTensor", "LongTensor", "BoolTensor", "IntTensor",
                           "HalfTensor", "DoubleTensor", "ByteTensor", "BFloat16Tensor",
+                          "CharTensor", "ShortTensor",
                           "Parameter", "Buffer", "TensorType", "SymInt"})
 SEQUENCE_NAMES = frozenset({"List", "list", "Tuple", "tuple", "Sequence", "Iterable",
                             "MutableSequence", "Iterator", "Deque", "deque", "Set", "set",
