@@ -263,8 +263,9 @@ class Frames:
         call returns is an input of the resumed frame)."""
         self.crossed.pop(name, None)
         self.carriers.pop(name, None)
-        if self.returned_across is not None and self.returned_across is self.w.ctx.stmt and \
-                v.is_tensor:
+        # returned by a call that broke the graph at this statement
+        returned = self.returned_across is not None and self.returned_across is self.w.ctx.stmt
+        if returned and v.is_tensor:
             # a tensor a callee that broke returns: it ran as a frame of its own and hands the
             # resumed frame a real tensor, an input there (Longformer's
             # `max_num_global_attn_indices`, a 0-d tensor read as a size without a break)
@@ -279,9 +280,7 @@ class Frames:
                     self.params_unread[name] = v
             return
         if self.broke_at is not None and not v.is_tensor and v.kinds and not v.kinds - NUMBERS \
-                and (Tag.DATA in v.tags or (self.returned_across is not None and
-                                            self.returned_across is self.w.ctx.stmt and
-                                            v.is_size and v.varies)):
+                and (Tag.DATA in v.tags or (returned and v.is_size and v.varies)):
             self.crossed[name] = self.last_break  # type: ignore[assignment]
         elif self.broke_at is not None and v.is_varying_list and (
                 (self.break_stmt is self.w.ctx.stmt and self._handed_over(self.w.ctx.stmt))
