@@ -408,6 +408,10 @@ class Rule:
     measured_precision: ClassVar[Optional[float]] = None
     #: reported only by the harness (events no static rule predicted); no static hooks
     runtime_only: ClassVar[bool] = False
+    #: the rule tells apart the compiled entries a scalar argument belongs to
+    #: (``Origin.scope``): then a helper is walked once per entry that hands it one, not once
+    #: for all of them (a cost: transformers' ``get_head_mask`` is reached from 130 forwards)
+    needs_entry_scope: ClassVar[bool] = False
     VALID: ClassVar[Sequence[str]] = ()
     INVALID: ClassVar[Sequence[str]] = ()
 

@@ -1899,3 +1899,36 @@ def test_a_tensor_a_breaking_callee_returns_is_an_input_of_the_resumed_frame(tre
                 return self.attn(x, mask) + self.cross(x, mask)
         """}, select=["SL204", "SL206"])
     assert found == [("m.py", 7, "SL204")], found
+
+
+def test_a_helper_is_walked_once_for_every_entry_unless_a_rule_tells_entries_apart(
+        tmp_path, monkeypatch):
+    # transformers' get_head_mask is reached from 130 forwards, each with its own int argument:
+    # one walk serves them all, unless an enabled rule reports which entry an argument is of
+    from shapelint.static import flow
+
+    write_tree(tmp_path, {"m.py": """
+        import torch
+        def gather(q, n):
+            return q.new_zeros(q.shape[0], n)
+        class A(torch.nn.Module):
+            def forward(self, q, n: int):
+                return gather(q, n)
+        class B(torch.nn.Module):
+            def forward(self, q, n: int):
+                return gather(q, n)
+    """})
+    walks = []
+    run = flow.Walker.run
+
+    def counted(self):
+        walks.append(self.ctx.symbol)
+        return run(self)
+
+    monkeypatch.setattr(flow.Walker, "run", counted)
+    check_tree(tmp_path, preview=False)
+    assert walks.count("gather") == 1, walks
+    walks.clear()
+    result = check_tree(tmp_path, select=["SL301"])
+    assert walks.count("gather") == 2, walks
+    assert [(f.rule, f.line) for f in result.findings] == [("SL301", 3)]

@@ -232,7 +232,8 @@ class Engine(api.ReportSink):
         self._texts = by_abs
         self.regions = Regions(self.project, self.settings)
         self.analyzer = Analyzer(self.project, self._dispatch, self.regions, journal=self,
-                                 hooks=frozenset(self._hooks))
+                                 hooks=frozenset(self._hooks),
+                                 by_entry=any(r.needs_entry_scope for r in self.rules))
         function_errors = self._walk_all(self.min_parallel_lines)
         parse_errors.extend(FileError(path, line, 1, msg) for path, line, msg in function_errors)
         parsed = set(self.project.by_path) | self._parsed_elsewhere

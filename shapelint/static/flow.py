@@ -199,12 +199,16 @@ class Analyzer:
 
     def __init__(self, project: Project, dispatch: Dispatch, regions: Regions,
                  journal: Optional["Journal"] = None,
-                 hooks: Optional[FrozenSet[str]] = None) -> None:
+                 hooks: Optional[FrozenSet[str]] = None, by_entry: bool = True) -> None:
         self.project = project
         self.dispatch = dispatch
         #: the hooks some enabled rule implements (None: all); sites no rule reads and that
         #: never break the graph are not built
         self.hooks = hooks
+        #: a helper's walk with a scalar argument of a compiled entry is kept for that entry
+        #: alone (an enabled rule reports on which entry the argument belongs to, SL301's);
+        #: otherwise one walk serves every entry whose scalar argument reaches it alike
+        self.by_entry = by_entry
         #: the reports of the walk under way, so that a frame Dynamo skips can take its back
         self.journal = journal
         self.regions = regions
@@ -268,7 +272,7 @@ class Analyzer:
             instance = None  # the method's own class: one walk for every caller
         key = (id(fn), id(instance), flag_guarded, own_frame,
                root == fn.qualname,  # (see graph_break)
-               tuple(sorted((k, _shape_of(v)) for k, v in args.items())))
+               tuple(sorted((k, _shape_of(v, self.by_entry)) for k, v in args.items())))
         hit = self._memo.get(key)
         if hit is not None:
             self.callee_broke = self._broke.get(key, 0)
@@ -311,11 +315,14 @@ class Analyzer:
         return names
 
 
-def _shape_of(v: Value) -> Tuple:
+def _shape_of(v: Value, by_entry: bool = True) -> Tuple:
     """What of a value decides a walk: its kinds, tags, dims and literal, not its origin,
-    except the entry a scalar argument belongs to (whether it is reported depends on it)."""
-    elems = tuple(_shape_of(e) for e in v.elems) if v.elems is not None else None
-    scope = v.origin.scope if v.origin is not None and Tag.SCALAR in v.tags else ""
+    except whether a scalar is an entry's argument and, ``by_entry``, which entry's (a rule
+    that reports on the entry the argument belongs to needs a walk per entry)."""
+    elems = tuple(_shape_of(e, by_entry) for e in v.elems) if v.elems is not None else None
+    scope: object = v.origin.scope if v.origin is not None and Tag.SCALAR in v.tags else ""
+    if not by_entry:
+        scope = bool(scope)
     const = v.const if isinstance(v.const, (bool, int, str, float, type(None))) else None
     return (v.kinds, v.tags, v.direct, v.zero_one, v.detail, elems, scope, v.dims, v.dim, const)
 
@@ -1096,7 +1103,7 @@ class Walker:
                 self._passed.append((node, v, where))
             self.emit("on_name_use", api.NameUse(node, v, self.ctx, name=node.value,
                                                  passthrough=self._passthrough, after_break=True,
-                                                 break_line=self.ctx.line(where)))
+                                                 break_line=self.frames.line_of(where)))
         return v
 
     def ev_Attribute(self, node: cst.Attribute) -> Value:
@@ -1761,7 +1768,8 @@ class Walker:
         for name_node, v, where in passed:  # (where: None for a parameter, see frame_inputs)
             self.emit("on_name_use", api.NameUse(
                 name_node, v, self.ctx, name=name_node.value, after_break=True,
-                break_line=self.ctx.line(where if where is not None else node),
+                break_line=self.frames.line_of(where) if where is not None else
+                self.ctx.position(node, self.ctx.stmt)[0],
                 frame_input=where is None))
 
     def _follow(self, target: FunctionInfo, pos: List[Value], kw: Dict[str, Value],

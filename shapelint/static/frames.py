@@ -62,8 +62,10 @@ class Frames:
         #: loop's frame (an arm of an ``if`` that broke counts one more)
         self.count = 0
         self.hard_count = 0
-        #: the statement the last break is in
+        #: the statement the last break is in, and each break's (by id): a break's line is
+        #: then found from its statement, not by indexing every node of the function
         self.break_stmt: Optional[cst.CSTNode] = None
+        self._break_stmts: Dict[int, cst.CSTNode] = {}
         #: a break here happens whatever the sizes (not only once they are dynamic)
         self.hard_break = False
         #: a break that runs on every call reached (not under a test of an optional input,
@@ -123,6 +125,10 @@ class Frames:
         return 2 if self.hard_break else 1
 
     # -- breaks -----------------------------------------------------------------------------------
+    def line_of(self, brk: cst.CSTNode) -> int:
+        """The line of a break this walk met."""
+        return self.w.ctx.position(brk, self._break_stmts.get(id(brk)))[0]
+
     def graph_break(self, node: cst.CSTNode, skips_loop: bool = True) -> None:
         """The graph ends here: what follows runs in a new frame, which takes this function's
         Python numbers as inputs (those computed from sizes or data before it).
@@ -136,6 +142,8 @@ class Frames:
         self.hard_count += skips_loop
         self.last_break = node
         self.break_stmt = w.ctx.stmt
+        if w.ctx.stmt is not None:
+            self._break_stmts.setdefault(id(node), w.ctx.stmt)
         # a break under a test of whether an optional input was given runs on the calls that
         # give it: on the others the frame goes on past it, so it starts no frame for sure
         maybe = w.presence_guards > 0 or w.data_guards > 0 or w.size_guards > 0
@@ -248,7 +256,7 @@ class Frames:
         ctx = self.w.ctx
         if self._names is None:
             self._names = _names_in(ctx.info.tree)
-        start = ctx.line(brk)
+        start = self.line_of(brk)
         seen = {n for n, ln in self._names if start < ln}
         # torch checks a frame's guards in Guard.sort_key order (torch/_guards.py: the source
         # name's length, then the name): the tensor's size guard fails first only if its
@@ -363,7 +371,7 @@ class Frames:
         elif self.read_attribute(attr):
             w.emit("on_name_use", api.NameUse(node, v, w.ctx, name=f"self.{attr}",
                                               after_break=True,
-                                              break_line=w.ctx.line(self.broke_at)))
+                                              break_line=self.line_of(self.broke_at)))
 
     def frame_inputs(self) -> None:
         """The graph broke in this function (not the entry), or eager code called it: it runs
@@ -381,7 +389,7 @@ class Frames:
         reads += [(node, f"self.{attr}", v, stmt) for attr, (node, v, stmt)
                   in self.module_reads.items()]
         # (no break here: its caller runs eagerly, a frame Dynamo skipped)
-        break_line = w.ctx.line(self.broke_at) if self.broke_at is not None else 0
+        break_line = self.line_of(self.broke_at) if self.broke_at is not None else 0
         for node, name, v, stmt in reads:
             saved, w.ctx.stmt = w.ctx.stmt, stmt
             try:
