@@ -24,7 +24,7 @@ KIND_RULES: Dict[str, Tuple[str, ...]] = {
     "size-branch": ("SL101", "SL105"),
     "value-branch": ("SL201",),
     "item-or-scalar-read": ("SL202", "SL206"),
-    "size-to-python-int": ("SL103", "SL104"),
+    "size-to-python-int": ("SL103", "SL104", "SL108"),
     "size-loop": ("SL102", "SL205"),
     "dynamic-output-shape": ("SL204",),
     "graph-break-call": ("SL203", "SL402", "SL403"),

@@ -80,6 +80,10 @@ ROWS: Tuple[Row, ...] = (
         "as str(): a graph break, then a guard on the string in the resumed frame"),
     Row("f-string(size)", Effect.SPECIALIZE,
         _prog("key = f\"n={x.shape[0]}\"  # <-\nreturn x * len(key)")),
+    Row("str % size", Effect.GRAPH_BREAK,
+        _prog("key = \"n=%d\" % x.shape[0]  # <-\nreturn x * len(key)"),
+        "%-formatting a SymInt raises inside Dynamo (`unsupported operand type(s) for %`): a "
+        "break it cannot resume from, so the whole function runs eagerly"),
     Row("hash(size)", Effect.SPECIALIZE,
         _prog("h = hash(x.shape[0]) % 3  # <-\nreturn x * h")),
     Row("dict.get(size)", Effect.SPECIALIZE,

@@ -801,7 +801,9 @@ class Walker:
         if v.has(Kind.MODULES):
             return _module_item(v)
         if v.has(Kind.RANGE):
-            return Value(kinds=_INT, tags=v.tags & _KEPT, origin=v.origin, dim=v.dim)
+            # `range(n)` over a varying size specializes n (the Dynamo table's `range` row):
+            # each index is then a constant of the graph, not a size
+            return Value(kinds=_INT, tags=v.tags & _KEPT - {Tag.SIZE}, origin=v.origin)
         if v.elems is not None and v.elems:
             return tracked(*v.elems)
         return UNKNOWN
