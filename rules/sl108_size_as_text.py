@@ -9,7 +9,8 @@ class SizeAsText(Rule):
     for a check count too: `torch_compilable_check(ok, f"... {n} ...")`, timm's
     `_assert(ok, f"...")` and `logger.warning(f"...")` build their string on every call,
     before the callee decides whether to use it. A string built only under a branch that
-    raises is not reported: the branch does not run.
+    raises is not reported: the branch does not run. Nor is a size the frame already pinned
+    (an earlier f-string, `range()` or `math.log` of it): it is a constant of the graph there.
 
     ## Why is this bad?
     A string cannot hold a symbolic size. In an f-string Dynamo asks for the size's concrete
@@ -69,6 +70,14 @@ class M(torch.nn.Module):
         n = x.shape[0]
         check(n > 0, "got %d rows" % n)  # error: SL108
         return x * 2
+''', '''
+import torch
+class M(torch.nn.Module):
+    def forward(self, x):
+        n = x.shape[0]
+        head = f"rows {n}"  # error: SL108
+        tail = f"of {n} rows"  # n is a constant of the graph from the line above: no new guard
+        return x * (len(head) + len(tail))
 ''']
 
     def on_format(self, site: Format) -> None:

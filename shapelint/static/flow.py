@@ -433,6 +433,7 @@ class Walker:
         self._only_when: List[str] = []
         #: where the graph broke, and the ints each break hands to a resume frame
         self.frames = Frames(self, args, own_frame)
+        self.pins_made = 0  # (see Frames.pinned)
 
     # -- helpers ----------------------------------------------------------------------------------
     def emit(self, hook: str, site: api.Site) -> None:
@@ -452,6 +453,12 @@ class Walker:
 
     def graph_break(self, node: cst.CSTNode, skips_loop: bool = True) -> None:
         self.frames.graph_break(node, skips_loop)
+
+    def pin(self, v: Value) -> None:
+        """``v``, a size, was specialized here: its dim is a constant for the rest of the frame."""
+        if api.varying_size(v) and not self.a.eager:
+            self.frames.pinned.setdefault(cast(DimInfo, v.dim), self.pins_made)
+            self.pins_made += 1
 
     def in_module_init(self) -> bool:
         return self.ctx.info.name == "__init__" and self.cls is not None and \
@@ -507,11 +514,14 @@ class Walker:
         runs in a resumed frame): 2 if each arm's breaks include one that makes Dynamo skip a
         loop's frame, else 1; 0 when some arm did not break."""
         start = dict(self.env)
+        pins = self.frames.pinned
+        arm_pins: List[Dict[DimInfo, int]] = []
         joined: Optional[Dict[str, Value]] = None
         ended = 0
         every_arm_broke = every_arm_hard = True
         for suite, narrowed, configured in arms:
             self.env = dict(start)
+            self.frames.pinned = dict(pins)
             self.env.update(narrowed)
             self.done = False
             self.flag_guards += configured
@@ -523,6 +533,7 @@ class Walker:
             if self.done:  # this arm returned or raised: nothing of it reaches what follows
                 ended += 1
                 continue
+            arm_pins.append(self.frames.pinned)
             every_arm_broke = every_arm_broke and self.frames.count > breaks
             every_arm_hard = every_arm_hard and self.frames.hard_count > hard
             if joined is None:
@@ -534,6 +545,9 @@ class Walker:
                     if j is not v:
                         joined[k] = v if j is None else j.merge(v)
         self.env = joined if joined is not None else start
+        # a dim stays pinned after the arms when every arm that goes on pinned it
+        self.frames.pinned = {d: n for d, n in arm_pins[0].items()
+                              if all(d in other for other in arm_pins[1:])} if arm_pins else dict(pins)
         self.done = bool(arms) and ended == len(arms)
         if joined is None or not every_arm_broke:
             return 0
@@ -567,6 +581,8 @@ class Walker:
             elif isinstance(s, cst.For):
                 it = self.ev(s.iter)
                 self.emit("on_iteration", api.Iteration(s.iter, it, self.ctx))
+                if it.has(Kind.RANGE):
+                    self.pin(it)  # range(n) unrolls: n is a constant from here
                 self.loops += 1
                 self.loop_lengths.append(_iterations(it))
                 try:
@@ -1058,9 +1074,14 @@ class Walker:
         if self._depth > MAX_EXPRESSION_DEPTH:
             self._depth = 0
             raise TooDeep()
+        pins = self.pins_made
         try:
             if method is not None:
-                return method(self, node)
+                v = method(self, node)
+                if v.dim is not None and self.frames.pinned and \
+                        self.frames.pinned.get(v.dim, pins) < pins:
+                    return v.with_(dim=CONST_DIM)  # a constant of this frame's graph now
+                return v
             # any other expression (await, yield...): the expressions in it
             for child in _sub_expressions(node):
                 self.ev(child)
@@ -1534,6 +1555,7 @@ class Walker:
             if isinstance(part, cst.FormattedStringExpression):
                 v = self.ev(part.expression)
                 self.emit("on_format", api.Format(part.expression, v, self.ctx))
+                self.pin(v)  # an f-string asks for the size's value (the Dynamo table)
         return Value(kinds=frozenset({Kind.STR}))
 
     def ev_Lambda(self, node: cst.Lambda) -> Value:
@@ -1867,6 +1889,8 @@ class Walker:
                          kw: Dict[str, Value]) -> Value:
         name = callee.qualname or ""
         first = pos[0] if pos else UNKNOWN
+        if api.size_function(name) is api.Effect.SPECIALIZE:
+            self.pin(first)  # math.log(n), format(n): Dynamo asked for n's value
         if name in ITERATING_BUILTINS:  # list(x), zip(scores, boxes): iterate each argument
             for a, value in zip(node.args, pos):
                 if value.is_tensor:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple, cast
 import libcst as cst
 
 from shapelint import api
-from shapelint.values import NUMBERS, Kind, Tag, Value
+from shapelint.values import NUMBERS, DimInfo, Kind, Tag, Value
 
 if TYPE_CHECKING:  # pragma: no cover
     from shapelint.static.flow import Walker
@@ -66,6 +66,11 @@ class Frames:
         #: then found from its statement, not by indexing every node of the function
         self.break_stmt: Optional[cst.CSTNode] = None
         self._break_stmts: Dict[int, cst.CSTNode] = {}
+        #: dims the frame under way pinned to their value (an f-string or ``range()`` of the
+        #: size): Dynamo replaced the symbol with a constant, so later uses guard nothing more
+        #: (each with the count of pins made before it: an expression's own pin does not
+        #: change its own value, only what later expressions read)
+        self.pinned: Dict[DimInfo, int] = {}
         #: a break here happens whatever the sizes (not only once they are dynamic)
         self.hard_break = False
         #: a break that runs on every call reached (not under a test of an optional input,
@@ -142,6 +147,7 @@ class Frames:
         self.hard_count += skips_loop
         self.last_break = node
         self.break_stmt = w.ctx.stmt
+        self.pinned = {}  # the resumed frame takes the tensors as inputs again
         if w.ctx.stmt is not None:
             self._break_stmts.setdefault(id(node), w.ctx.stmt)
         # a break under a test of whether an optional input was given runs on the calls that
