@@ -76,6 +76,16 @@ class M(torch.nn.Module):
         return parts[0].sum()
 def inputs(batch):
     return torch.randn(4 * batch, 8), torch.full((batch, 2), 2)
+''', '''
+import torch
+class M(torch.nn.Module):
+    def forward(self, x, grid):
+        rows = [(g[0] // 2, g[1] // 2) for g in grid]  # a list of tuples of 0-d tensors
+        sizes = [h * w for h, w in rows]
+        parts = x.split(sizes)  # error: SL206
+        return parts[0].sum()
+def inputs(batch):
+    return torch.randn(batch, 8), torch.full((batch, 2), 2)
 ''']
 
     def on_call(self, site: Call) -> None:

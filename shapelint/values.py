@@ -271,6 +271,10 @@ class Value:
     keyed: Optional[Tuple[Tuple[str, "Value"], ...]] = dataclasses.field(default=None,
                                                                          compare=False,
                                                                          repr=False)
+    #: what each item of a list of unknown length is, where the list was built from one
+    #: display (``[(h // p, w // p) for h, w in sizes]``: a tuple of two tensors); the same
+    #: Value for every item, so an item of a list that crossed a graph break is an input too
+    item: Optional["Value"] = dataclasses.field(default=None, compare=False, repr=False)
 
     # -- predicates rules use ---------------------------------------------------------------
     @property
@@ -375,6 +379,7 @@ class Value:
             carriers=_join_carriers(self, other),
             record=_either_record(self, other),
             keyed=_join_keyed(self.keyed, other.keyed),
+            item=self.item if self.item is other.item else None,
         )
 
     @property

@@ -253,7 +253,8 @@ class Analyzer:
 
     def add_graph_inputs(self, values) -> None:
         for v in values:
-            for item in (v, *(v.elems or ())):
+            row = (v.item, *(v.item.elems or ())) if v.item is not None else ()
+            for item in (v, *(v.elems or ()), *row):
                 self.graph_inputs[id(item)] = item
 
     # -- calls ----------------------------------------------------------------------------------
@@ -319,7 +320,8 @@ def _shape_of(v: Value, by_entry: bool = True) -> Tuple:
     """What of a value decides a walk: its kinds, tags, dims and literal, not its origin,
     except whether a scalar is an entry's argument and, ``by_entry``, which entry's (a rule
     that reports on the entry the argument belongs to needs a walk per entry)."""
-    elems = tuple(_shape_of(e, by_entry) for e in v.elems) if v.elems is not None else None
+    elems = tuple(_shape_of(e, by_entry) for e in v.elems) if v.elems is not None else \
+        ("item", _shape_of(v.item, by_entry)) if v.item is not None else None
     scope: object = v.origin.scope if v.origin is not None and Tag.SCALAR in v.tags else ""
     if not by_entry:
         scope = bool(scope)
@@ -806,6 +808,8 @@ class Walker:
         if v.is_tensor:
             return Value(kinds=_TENSOR, origin=v.origin, dims=_drop0(v.dims))
         if v.is_tensor_seq:
+            if v.item is not None:
+                return v.item
             if v.elems:
                 return tracked(*v.elems)
             return Value(kinds=_TENSOR, origin=v.origin, dims=v.dims)
@@ -1287,6 +1291,8 @@ class Walker:
                 return container.elems[i]
         if container.is_tensor_seq:
             if single:
+                if container.item is not None:
+                    return container.item
                 return Value(kinds=_TENSOR, origin=container.origin, dims=container.dims)
             return container.with_(elems=None)
         if container.has(Kind.TENSOR_DICT) and single:
@@ -1589,6 +1595,10 @@ class Walker:
         self.env = saved
         if out.is_tensor:  # a list (or generator) of tensors, not a tensor
             return Value(kinds=frozenset({Kind.TENSORS}), origin=out.origin, dims=out.dims)
+        if out.elems and all(e.is_tensor for e in out.elems):
+            # rows of tensors (`[(s[0] // p, s[1] // p) for s in sizes]`): each item unpacks
+            # into those tensors
+            return Value(kinds=frozenset({Kind.TENSORS}), origin=out.origin, item=out)
         return Value(kinds=frozenset({Kind.CONTAINER}), tags=out.tags & _KEPT, origin=out.origin,
                      dim=out.dim)
 
