@@ -15,9 +15,9 @@ class SizeAsText(Rule):
     ## Why is this bad?
     A string cannot hold a symbolic size. In an f-string Dynamo asks for the size's concrete
     value: it specializes the size (a guard `s0 == 8`) and compiles the region again for every
-    new size, even though the tensors themselves were dynamic. `"%d" % n`, `str(n)` and
-    `"{}".format(n)` break the graph instead (torch 2.13), and `%` makes Dynamo skip the whole
-    function.
+    new size, even though the tensors themselves were dynamic; `format(n)` does the same.
+    `"%d" % n`, `str(n)` and `repr(n)` break the graph instead (torch 2.13), and `%` makes
+    Dynamo skip the whole function.
 
     ## Example
     ```python
