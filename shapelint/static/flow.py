@@ -435,7 +435,6 @@ class Walker:
         self._only_when: List[str] = []
         #: where the graph broke, and the ints each break hands to a resume frame
         self.frames = Frames(self, args, own_frame)
-        self.pins_made = 0  # (see Frames.pinned)
 
     # -- helpers ----------------------------------------------------------------------------------
     def emit(self, hook: str, site: api.Site) -> None:
@@ -459,8 +458,7 @@ class Walker:
     def pin(self, v: Value) -> None:
         """``v``, a size, was specialized here: its dim is a constant for the rest of the frame."""
         if api.varying_size(v) and not self.a.eager:
-            self.frames.pinned.setdefault(cast(DimInfo, v.dim), self.pins_made)
-            self.pins_made += 1
+            self.frames.pin(cast(DimInfo, v.dim))
 
     def in_module_init(self) -> bool:
         return self.ctx.info.name == "__init__" and self.cls is not None and \
@@ -1078,12 +1076,11 @@ class Walker:
         if self._depth > MAX_EXPRESSION_DEPTH:
             self._depth = 0
             raise TooDeep()
-        pins = self.pins_made
+        pins = self.frames.pins_made
         try:
             if method is not None:
                 v = method(self, node)
-                if v.dim is not None and self.frames.pinned and \
-                        self.frames.pinned.get(v.dim, pins) < pins:
+                if self.frames.pinned and self.frames.pinned_before(v.dim, pins):
                     return v.with_(dim=CONST_DIM)  # a constant of this frame's graph now
                 return v
             # any other expression (await, yield...): the expressions in it

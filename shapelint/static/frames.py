@@ -71,6 +71,7 @@ class Frames:
         #: (each with the count of pins made before it: an expression's own pin does not
         #: change its own value, only what later expressions read)
         self.pinned: Dict[DimInfo, int] = {}
+        self.pins_made = 0
         #: a break here happens whatever the sizes (not only once they are dynamic)
         self.hard_break = False
         #: a break that runs on every call reached (not under a test of an optional input,
@@ -128,6 +129,15 @@ class Frames:
         if self.broke_at is None or self.w.inherited_flag or not self.breaks_caller:
             return 0
         return 2 if self.hard_break else 1
+
+    def pin(self, dim: DimInfo) -> None:
+        """A size of ``dim`` was specialized here: a constant for the rest of the frame."""
+        self.pinned.setdefault(dim, self.pins_made)
+        self.pins_made += 1
+
+    def pinned_before(self, dim: Optional[DimInfo], pins: int) -> bool:
+        """Whether ``dim`` was pinned before the ``pins``-th pin of this walk."""
+        return dim is not None and self.pinned.get(dim, pins) < pins
 
     # -- breaks -----------------------------------------------------------------------------------
     def line_of(self, brk: cst.CSTNode) -> int:
