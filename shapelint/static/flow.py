@@ -581,8 +581,6 @@ class Walker:
             elif isinstance(s, cst.For):
                 it = self.ev(s.iter)
                 self.emit("on_iteration", api.Iteration(s.iter, it, self.ctx))
-                if it.has(Kind.RANGE):
-                    self.pin(it)  # range(n) unrolls: n is a constant from here
                 self.loops += 1
                 self.loop_lengths.append(_iterations(it))
                 try:
