@@ -84,6 +84,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -804,9 +805,10 @@ def build_view(keep: Set[str]) -> str:
 
     ``shapelint check FILES`` also walks every file under the project root that imports one of
     them, and every transformers model imports modeling_utils: the view keeps the shared code
-    (so helpers resolve as in the full tree) and only the zoo's executed models."""
-    view = os.path.join(DOWNLOADS, "zoo-view")
-    shutil.rmtree(view, ignore_errors=True)
+    (so helpers resolve as in the full tree) and only the zoo's executed models. Each call gets
+    a folder of its own (the caller removes it): two scores run side by side (tune and
+    held-out) must not rebuild or read each other's view."""
+    view = tempfile.mkdtemp(prefix="zoo-view-", dir=DOWNLOADS)
     wanted = {_container(k) for k in keep} - {None}
     for lib in list(LIBRARIES) + ["torchvision"]:
         base = TV if lib == "torchvision" else LIBS
@@ -855,17 +857,12 @@ def run_check(files: List[str], view: str, root: str) -> Dict[str, Any]:
     config = os.path.join(view, "shapelint.toml")
     with open(config, "w") as fh:
         fh.write("# bench/zoo.py score: the default rules and settings\n")
-    out = os.path.join(DOWNLOADS, "zoo-check.json")
-    if os.path.exists(out):
-        os.remove(out)
+    out = os.path.join(view, "zoo-check.json")  # the view is this run's own folder
     env = dict(os.environ, PYTHONPATH=root)
     # every rule runs, preview ones too: each is judged per rule (how a preview rule earns its
     # way back), while the totals count the default rules only (what a user gets)
     cmd = [sys.executable, "-m", "shapelint.cli", "check", "--config", config, "--format", "json",
            "--no-cache", "--exit-zero", "--preview", "-o", out]
-    listing = os.path.join(DOWNLOADS, "zoo-check-files.txt")
-    with open(listing, "w") as fh:
-        fh.write("\n".join(files))
     proc = subprocess.run(cmd + files, cwd=root, capture_output=True, text=True, env=env)
     doc = load_json(out)
     if proc.returncode not in (0, 1) or doc is None:
@@ -984,7 +981,10 @@ def _checked(files: List[str], static_ref: Optional[str]) -> Tuple[Dict[str, Any
             return doc, secs, root
     t0 = time.perf_counter()
     view = build_view(set(files))
-    doc = run_check([os.path.join(view, f) for f in files], view, root)
+    try:
+        doc = run_check([os.path.join(view, f) for f in files], view, root)
+    finally:
+        shutil.rmtree(view, ignore_errors=True)
     vroot = os.path.abspath(view) + os.sep
     for f in doc.get("findings", []):
         ab = os.path.abspath(os.path.join(root, f.get("path") or ""))
