@@ -21,7 +21,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # which rules answer which labelled kind
 KIND_RULES: Dict[str, Tuple[str, ...]] = {
-    "size-branch": ("SL101", "SL105"),
+    "size-branch": ("SL101", "SL105", "SL109"),
     "value-branch": ("SL201",),
     "item-or-scalar-read": ("SL202", "SL206"),
     "size-to-python-int": ("SL103", "SL104", "SL108"),

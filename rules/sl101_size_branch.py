@@ -99,9 +99,9 @@ class M(torch.nn.Module):
         return x + 1
 ''', '''
 import torch
-def pad_rows(x, multiple):
-    missing = (multiple - x.shape[0] % multiple) % multiple
-    if missing:  # error: SL101
+def pad_rows(x, rows):
+    missing = rows - x.shape[0]
+    if missing > 0:  # error: SL101
         x = torch.cat([x, x.new_zeros(missing, x.shape[1])])
     return x
 class M(torch.nn.Module):
@@ -128,6 +128,8 @@ def inputs(batch):
         v = site.value
         if not v.is_size or site.validates or v.varies is not True or v.dim is None:
             return  # a constant dim, an unknown one, or a validation check: no recompile
+        if v.has("remainder"):
+            return  # a branch on a remainder: SL109's
         self.report(site, f"`{site.short_code()}` depends on the tensor size "
                           f"{site.fn.describe(v.origin)}, which varies between calls "
                           f"({v.dim.label}); Dynamo guards on it and recompiles when an input "

@@ -61,6 +61,9 @@ class Tag(enum.Enum):
     #: module state that differs between the instances of a module class built several times
     #: (``self.layer_idx = layer_idx`` in a block of a ModuleList)
     INSTANCE = "instance"
+    #: a varying size's remainder modulo an int (``n % 8``, ``(w - n % w) % w``): Dynamo guards
+    #: a branch on it with a ``Mod`` expression, which flips with the size's residue class
+    REMAINDER = "remainder"
 
     __hash__ = object.__hash__  # (as Kind's)
 
@@ -85,6 +88,9 @@ class DimInfo:
     label: str = ""
     #: VARY only because a name says so (``t``, ``seq_len``): weaker than an input's dim
     guessed: bool = False
+    #: an entry input's trailing dim that nothing decided yet: a 2-D convolution that takes
+    #: it makes it an image side, which varies (``shapes.image_side``)
+    side: bool = False
 
     @property
     def varies(self) -> Optional[bool]:

@@ -1761,8 +1761,8 @@ def test_a_size_computed_with_constants_is_named_after_the_size(tmp_path):
                     input_ids = nn.functional.pad(input_ids, (0, padding_len), value=0)
                 return input_ids * 2
         """})
-    found = check_tree(tmp_path, ["SL101"]).all_findings()
-    assert [f.line for f in found] == [12], found
+    found = check_tree(tmp_path, ["SL101", "SL109"]).all_findings()
+    assert [(f.line, f.rule) for f in found] == [(12, "SL109")], found  # a remainder: SL109's
     message = found[0].message
     assert "`input_ids.shape[1]`" in message and "self.window" not in message, message
 
@@ -1932,3 +1932,30 @@ def test_a_helper_is_walked_once_for_every_entry_unless_a_rule_tells_entries_apa
     result = check_tree(tmp_path, select=["SL301"])
     assert walks.count("gather") == 2, walks
     assert [(f.rule, f.line) for f in result.findings] == [("SL301", 3)]
+
+
+def test_image_sides_vary_where_a_2d_convolution_takes_them(tmp_path):
+    """An entry input whose last two dims reach a 2-D convolution is an image: its sides vary
+    between calls (the zoo's vision models run at several resolutions), so a branch on an
+    odd side is reported; `dynamic-dims` saying which dims vary turns the guess off."""
+    from conftest import check_tree, write_tree
+
+    write_tree(tmp_path, {"m.py": """
+        import torch
+        from torch import nn
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(3, 8, 3)
+
+            def forward(self, x):
+                h = self.conv(x)
+                if h.shape[-1] % 2 == 1:
+                    h = h[..., :-1]
+                return h
+        """})
+    found = check_tree(tmp_path, ["SL109"]).all_findings()
+    assert [(f.line, f.rule) for f in found] == [(11, "SL109")], found
+    assert "an image side (a 2-D convolution takes it)" in found[0].message, found[0].message
+    assert check_tree(tmp_path, ["SL109"], dynamic_dims={"x": [0]}).all_findings() == []

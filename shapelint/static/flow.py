@@ -40,8 +40,9 @@ MUTATORS = frozenset({"append", "extend", "insert", "pop", "popitem", "update", 
 #: builtins that iterate over their (tensor) arguments
 ITERATING_BUILTINS = frozenset({"list", "tuple", "zip", "enumerate", "iter", "sorted",
                                 "reversed", "set", "frozenset", "dict", "map", "filter"})
-_KEPT = frozenset({Tag.SIZE, Tag.SCALAR, Tag.STATE, Tag.DATA, Tag.GLOBAL, Tag.INSTANCE})
+_KEPT = frozenset({Tag.SIZE, Tag.SCALAR, Tag.STATE, Tag.DATA, Tag.GLOBAL, Tag.INSTANCE, Tag.REMAINDER})
 _BOOL = frozenset({Kind.BOOL})
+_REMAINDER = frozenset({Tag.REMAINDER})
 _NONE = Value(kinds=frozenset({Kind.NONE}), const=None)  # a model output's field not given
 _INT = frozenset({Kind.INT})
 _TENSOR = frozenset({Kind.TENSOR})
@@ -1443,7 +1444,11 @@ class Walker:
         # seq_len's, not the constant's on its left
         origin = next((s.origin for s in (left, right) if s.origin is not None and s.varies),
                       merged.origin)
-        return Value(kinds=kinds, tags=merged.tags & _KEPT, origin=origin, dim=dim,
+        tags = merged.tags & _KEPT
+        if isinstance(operator, (cst.Modulo, cst.ModuloAssign)) and left.is_size and \
+                left.varies is True:
+            tags |= _REMAINDER
+        return Value(kinds=kinds, tags=tags, origin=origin, dim=dim,
                      detail=merged.detail, zero_one=False, carriers=merged.carriers)
 
     def ev_BinaryOperation(self, node: cst.BinaryOperation) -> Value:

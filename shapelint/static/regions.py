@@ -49,6 +49,9 @@ FLAG_NAME = re.compile(r"^(?:return|output|use|is|has|do|enable|disable|skip|app
                        r"interpolate)_|_(?:flag|only)$|^(?:training|verbose|debug|causal)$")
 #: parameter names of token ids and masks: (batch, sequence)
 SEQUENCE_INPUT = re.compile(r"(?:^|_)(?:ids|mask|labels|tokens)$")
+#: parameter names that say an input is a batch of images: (batch, channels, height, width)
+IMAGE_INPUT = re.compile(r"^(?:pixel_values|images)$")
+SIDE = "side"  # (arg_dims: a trailing dim that a 2-D convolution would make an image side)
 #: names that say a size is a length, a time or a token count (``b, t, c = x.shape``,
 #: ``seq_len = x.shape[1]``): such a dim varies between calls, as the sequence of ids does.
 #: Not an image side (``H``, ``W``): on the zoo's tune half they added two true findings and
@@ -282,6 +285,10 @@ class Regions:
             declared.setdefault(0, (Dim.VARY, "assumed: the batch dim"))
             if SEQUENCE_INPUT.search(name):
                 declared.setdefault(1, (Dim.VARY, "assumed: the sequence dim of ids and masks"))
+            for d in (-2, -1):  # an image's sides: by its name, or where a 2-D convolution
+                # takes them (shapes.image_side)
+                declared.setdefault(d, (Dim.VARY, "assumed: an image side") if IMAGE_INPUT.search(name)
+                                    else (Dim.UNKNOWN, SIDE))
         front: List[DimInfo] = []
         back: List[DimInfo] = []
         for d in sorted(k for k in declared if k >= 0):
@@ -293,7 +300,8 @@ class Regions:
             while len(back) < -d - 1:
                 back.insert(0, UNKNOWN_DIM)
             state, why = declared[d]
-            back.insert(0, DimInfo(state, f"`{name}` dim {d}, {why}"))
+            back.insert(0, DimInfo(state, f"`{name}` dim {d}" + (f", {why}" if why != SIDE else ""),
+                                   side=why == SIDE))
         return Dims(tuple(front), tuple(back), None)
 
     def named_length(self, name: str, v: Value) -> Value:

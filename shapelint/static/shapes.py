@@ -203,6 +203,27 @@ def _conv(x: Dims, args: Args, kwargs: Kwargs, recv: Value) -> Optional[Dims]:
     return Dims((x.at(0), CONST_DIM) + x.front[2:], (), None)
 
 
+def _conv2d(x: Dims, args: Args, kwargs: Kwargs, recv: Value) -> Optional[Dims]:
+    """A 2-D convolution: (N, C, H, W). An entry's input whose height and width nothing
+    decided is an image here, and an image's sides vary between calls as its batch does (a
+    model that takes images takes them at the sizes they come in); the output's sides follow
+    the input's."""
+    if x.rank is not None and x.rank != 4:
+        return _conv(x, args, kwargs, recv)
+    h, w = (x.front[2], x.front[3]) if x.rank is not None else (x.at(-2), x.at(-1))
+    h, w = image_side(h), image_side(w)
+    return Dims.of(x.at(0), CONST_DIM, h, w) if x.rank is not None else \
+        Dims((x.at(0), CONST_DIM), (h, w), None)
+
+
+def image_side(d: DimInfo) -> DimInfo:
+    """An entry input's trailing dim that nothing decided, taken by a 2-D convolution: an
+    image side, which varies between calls as the batch does."""
+    if d.state is Dim.UNKNOWN and d.side:
+        return DimInfo(Dim.VARY, f"{d.label}, an image side (a 2-D convolution takes it)")
+    return d
+
+
 def _pool_to_one(x: Dims, args: Args, kwargs: Kwargs, recv: Value) -> Optional[Dims]:
     if x.rank is not None and x.rank >= 2:
         return Dims.of(x.front[0], x.front[1], *([CONST_DIM] * (x.rank - 2)))
@@ -554,8 +575,8 @@ METHODS.update({
     "reshape_as": lambda x, a, k, r: dims_of(_arg(a, k, 0, "other")),
     "expand_as": lambda x, a, k, r: dims_of(_arg(a, k, 0, "other")),
     "scaled_dot_product_attention": _sdpa, "pad": _pad, "interpolate": _interpolate,
-    "upsample": _interpolate, "one_hot": _one_hot, "conv1d": _conv, "conv2d": _conv,
-    "conv3d": _conv, "conv_transpose1d": _conv, "conv_transpose2d": _conv,
+    "upsample": _interpolate, "one_hot": _one_hot, "conv1d": _conv, "conv2d": _conv2d,
+    "conv3d": _conv, "conv_transpose1d": _conv, "conv_transpose2d": _conv2d,
     "conv_transpose3d": _conv, "adaptive_avg_pool1d": _pool_to_one,
     "adaptive_avg_pool2d": _pool_to_one, "adaptive_max_pool2d": _pool_to_one,
     "avg_pool1d": _same, "avg_pool2d": _same, "max_pool1d": _same, "max_pool2d": _same,
@@ -568,8 +589,8 @@ ITEM_METHODS: Dict[str, Handler] = {"split": _split_elems, "chunk": _split_elems
 #: nn module classes by last name -> dims of ``module(x)``
 MODULES: Dict[str, Handler] = {
     "Linear": _linear, "LazyLinear": _linear, "Bilinear": _linear, "Embedding": _embedding,
-    "Conv1d": _conv, "Conv2d": _conv, "Conv3d": _conv, "ConvTranspose1d": _conv,
-    "ConvTranspose2d": _conv, "ConvTranspose3d": _conv, "LazyConv2d": _conv,
+    "Conv1d": _conv, "Conv2d": _conv2d, "Conv3d": _conv, "ConvTranspose1d": _conv,
+    "ConvTranspose2d": _conv2d, "ConvTranspose3d": _conv, "LazyConv2d": _conv2d,
     "AdaptiveAvgPool1d": _pool_to_one, "AdaptiveAvgPool2d": _pool_to_one,
     "AdaptiveMaxPool2d": _pool_to_one, "Flatten": _flatten,
 }
