@@ -29,7 +29,7 @@ import stat
 import sys
 import typing
 from functools import lru_cache
-from typing import Any, Dict, Tuple, Type, TypeVar
+from typing import Any, Callable, Dict, List, Optional, Tuple, Type, TypeVar
 
 T = TypeVar("T")
 
@@ -74,100 +74,186 @@ def _hints(cls: type) -> Dict[str, Any]:
 
 def load(cls: Type[T], data: Any, where: str = "") -> T:
     """``data`` (parsed JSON) as a ``cls`` record, every field checked (see the module doc)."""
-    return _value(cls, data, where)
+    return _loader(typing.cast(Any, cls))(data, where)
 
 
-def _record(cls: type, data: Any, where: str) -> Any:
-    if not isinstance(data, dict):
-        raise _fail(where, "an object", data)
-    return cls(**_fields(cls, data, where))
+#: a compiled check of one type: (JSON value, where) -> the value, or a SchemaError
+Loader = Callable[[Any, str], Any]
 
 
-def _fields(cls: type, data: Dict[str, Any], where: str) -> Dict[str, Any]:
-    hints = _hints(cls)
-    kwargs: Dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        if not f.init:
-            continue
-        if f.metadata.get("flatten"):
-            kwargs[f.name] = hints[f.name](**_fields(hints[f.name], data, where))
-            continue
-        key = f.metadata.get("key", f.name)
-        here = f"{where}.{key}" if where else key
-        if key not in data:
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                raise SchemaError(f"{here}: required, missing")
-            continue
-        value = _value(hints[f.name], data[key], here)
-        pattern = f.metadata.get("pattern")
-        if pattern and isinstance(value, str) and not re.fullmatch(pattern, value):
-            raise SchemaError(f"{here}: `{value[:40]!r}` is not a valid {f.name}")
-        kwargs[f.name] = value
-    return kwargs
-
-
-def _value(tp: Any, data: Any, where: str) -> Any:  # noqa: C901 - one branch per type form
+@lru_cache(maxsize=None)
+def _loader(tp: Any) -> Loader:  # noqa: C901 - one branch per type form
+    """The check of ``tp``, built once per type: a warm run reads back a thousand cached
+    findings, and inspecting each field's annotation on every read was a quarter of it."""
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
     if tp is Any:
-        _check_depth(data, where)
-        return data
+        return _any
     if origin is typing.Union:
-        if data is None and type(None) in args:
+        return _union(args)
+    if origin in (list, tuple):
+        if origin is tuple and args and args[-1] is not Ellipsis:  # Tuple[str, int]
+            return _fixed_tuple(args)
+        return _sequence(_loader(args[0] if args else Any), origin is tuple)
+    if origin is dict:
+        return _mapping(_loader(args[1] if len(args) == 2 else Any))
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        return _record(tp)
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return _enum(tp)
+    if tp in _SCALARS:
+        return _SCALARS[tp]
+    raise TypeError(f"schema: no rule for {tp!r}")  # a bug in a record's annotation
+
+
+def _any(data: Any, where: str) -> Any:
+    _check_depth(data, where)
+    return data
+
+
+def _union(args: Tuple[Any, ...]) -> Loader:
+    nullable = type(None) in args
+    alternatives = [_loader(a) for a in args if a is not type(None)]
+    names = " or ".join(_name(a) for a in args)
+
+    def load_union(data: Any, where: str) -> Any:
+        if data is None and nullable:
             return None
         errors = []
-        for arg in (a for a in args if a is not type(None)):
+        for alternative in alternatives:
             try:
-                return _value(arg, data, where)
+                return alternative(data, where)
             except SchemaError as exc:
                 errors.append(str(exc))
-        names = " or ".join(_name(a) for a in args)
         raise _fail(where, names, data) if len(errors) != 1 else SchemaError(errors[0])
-    if origin in (list, tuple):
+    return load_union
+
+
+def _fixed_tuple(args: Tuple[Any, ...]) -> Loader:
+    items = [_loader(a) for a in args]
+
+    def load_tuple(data: Any, where: str) -> Any:
         if not isinstance(data, list):
             raise _fail(where, "a list", data)
-        if origin is tuple and args and args[-1] is not Ellipsis:  # Tuple[str, int]
-            if len(data) != len(args):
-                raise SchemaError(f"{where}: expected a list of {len(args)} items, got {len(data)}")
-            return tuple(_value(a, v, f"{where}[{i}]") for i, (a, v) in enumerate(zip(args, data)))
-        item = args[0] if args else Any
-        items = [_value(item, v, f"{where}[{i}]") for i, v in enumerate(data)]
-        return tuple(items) if origin is tuple else items
-    if origin is dict:
+        if len(data) != len(items):
+            raise SchemaError(f"{where}: expected a list of {len(items)} items, got {len(data)}")
+        return tuple(item(v, f"{where}[{i}]") for i, (item, v) in enumerate(zip(items, data)))
+    return load_tuple
+
+
+def _sequence(item: Loader, as_tuple: bool) -> Loader:
+    def load_sequence(data: Any, where: str) -> Any:
+        if not isinstance(data, list):
+            raise _fail(where, "a list", data)
+        values = [item(v, f"{where}[{i}]") for i, v in enumerate(data)]
+        return tuple(values) if as_tuple else values
+    return load_sequence
+
+
+def _mapping(item: Loader) -> Loader:
+    def load_mapping(data: Any, where: str) -> Any:
         if not isinstance(data, dict):
             raise _fail(where, "an object", data)
-        item = args[1] if len(args) == 2 else Any
-        return {str(k): _value(item, v, f"{where}.{k}") for k, v in data.items()}
-    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        return _record(tp, data, where)
-    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return {str(k): item(v, f"{where}.{k}") for k, v in data.items()}
+    return load_mapping
+
+
+def _enum(tp: Type[enum.Enum]) -> Loader:
+    def load_enum(data: Any, where: str) -> Any:
         try:
             return tp(data)
         except ValueError:
             allowed = ", ".join(str(m.value) for m in tp)
             raise SchemaError(f"{where}: expected one of {allowed}, got "
                               f"{str(data)[:40]!r}") from None
-    if tp is bool:
-        if not isinstance(data, bool):
-            raise _fail(where, "a boolean", data)
-        return data
-    if tp is int:
-        if isinstance(data, bool) or not isinstance(data, int):
-            raise _fail(where, "an integer", data)
-        if not _INT_RANGE[0] <= data <= _INT_RANGE[1]:
-            raise SchemaError(f"{where}: the integer is out of range")
-        return data
-    if tp is float:
-        if isinstance(data, bool) or not isinstance(data, (int, float)):
-            raise _fail(where, "a number", data)
-        if not math.isfinite(data) or abs(data) > 1e300:
-            raise SchemaError(f"{where}: the number is out of range")
-        return float(data)
-    if tp is str:
-        if not isinstance(data, str):
-            raise _fail(where, "a string", data)
-        return data
-    raise TypeError(f"schema: no rule for {tp!r} at {where}")  # a bug in a record's annotation
+    return load_enum
+
+
+def _record(cls: type) -> Loader:
+    fields = _fields(cls)  # built on first use: a record may nest its own class
+
+    def load_record(data: Any, where: str) -> Any:
+        if not isinstance(data, dict):
+            raise _fail(where, "an object", data)
+        return cls(**fields(data, where))
+    return load_record
+
+
+#: one field of a record: (name, key, its check, required, pattern, its record if flattened)
+_Field = Tuple[str, str, Optional[Loader], bool, Optional[str], Optional[Callable[..., Any]]]
+
+
+def _fields(cls: type) -> Callable[[Dict[str, Any], str], Dict[str, Any]]:
+    """The fields of a record, read from one JSON object (a flattened field from the same)."""
+    specs: List[_Field] = []
+
+    def build() -> None:
+        hints = _hints(cls)
+        for f in dataclasses.fields(cls):
+            if not f.init:
+                continue
+            if f.metadata.get("flatten"):
+                specs.append((f.name, f.name, None, False, None, _flattened(hints[f.name])))
+                continue
+            required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+            specs.append((f.name, f.metadata.get("key", f.name), _loader(hints[f.name]), required,
+                          f.metadata.get("pattern"), None))
+
+    def read(data: Dict[str, Any], where: str) -> Dict[str, Any]:
+        if not specs:
+            build()
+        kwargs: Dict[str, Any] = {}
+        for name, key, check, required, pattern, flat in specs:
+            if flat is not None:
+                kwargs[name] = flat(data, where)
+                continue
+            here = f"{where}.{key}" if where else key
+            if key not in data:
+                if required:
+                    raise SchemaError(f"{here}: required, missing")
+                continue
+            value = check(data[key], here)  # type: ignore[misc]
+            if pattern and isinstance(value, str) and not re.fullmatch(pattern, value):
+                raise SchemaError(f"{here}: `{value[:40]!r}` is not a valid {name}")
+            kwargs[name] = value
+        return kwargs
+    return read
+
+
+def _flattened(cls: type) -> Callable[[Dict[str, Any], str], Any]:
+    fields = _fields(cls)
+    return lambda data, where: cls(**fields(data, where))
+
+
+def _bool(data: Any, where: str) -> bool:
+    if not isinstance(data, bool):
+        raise _fail(where, "a boolean", data)
+    return data
+
+
+def _int(data: Any, where: str) -> int:
+    if isinstance(data, bool) or not isinstance(data, int):
+        raise _fail(where, "an integer", data)
+    if not _INT_RANGE[0] <= data <= _INT_RANGE[1]:
+        raise SchemaError(f"{where}: the integer is out of range")
+    return data
+
+
+def _float(data: Any, where: str) -> float:
+    if isinstance(data, bool) or not isinstance(data, (int, float)):
+        raise _fail(where, "a number", data)
+    if not math.isfinite(data) or abs(data) > 1e300:
+        raise SchemaError(f"{where}: the number is out of range")
+    return float(data)
+
+
+def _str(data: Any, where: str) -> str:
+    if not isinstance(data, str):
+        raise _fail(where, "a string", data)
+    return data
+
+
+_SCALARS: Dict[Any, Loader] = {bool: _bool, int: _int, float: _float, str: _str}
 
 
 def _name(tp: Any) -> str:
