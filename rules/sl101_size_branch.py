@@ -12,7 +12,8 @@ class SizeBranch(Rule):
     compiled entry's inputs, or the dims declared with `mark_dynamic` or `dynamic-dims`): a
     branch on a dim fixed by a parameter (`x.shape[-1] == self.hidden_size`) costs nothing, and
     a validation check (`if ...: raise`, `assert`) is not reported. `n > 1` and `n == 0` on a
-    plain size are decided by its range without a guard.
+    plain size are decided by its range without a guard. A branch on a size's remainder
+    (`if n % 8:`) is SL109's.
 
     ## Why is this bad?
     Dynamo must pick one side of the branch when it traces. With a dynamic size it installs a
