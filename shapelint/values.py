@@ -281,6 +281,11 @@ class Value:
     #: display (``[(h // p, w // p) for h, w in sizes]``: a tuple of two tensors); the same
     #: Value for every item, so an item of a list that crossed a graph break is an input too
     item: Optional["Value"] = dataclasses.field(default=None, compare=False, repr=False)
+    #: a list built by a comprehension: how many items it has, as a dim (the rows of what it
+    #: iterates; UNKNOWN where a filter or a nested loop decides). ``dim`` holds its items'
+    #: (``max(lengths)`` is a size of that dim), so ``len()`` and ``torch.tensor(items)`` read
+    #: this; None elsewhere (a grown list's ``dim`` is its length)
+    length: Optional[DimInfo] = None
 
     # -- predicates rules use ---------------------------------------------------------------
     @property

@@ -1959,3 +1959,30 @@ def test_image_sides_vary_where_a_2d_convolution_takes_them(tmp_path):
     assert [(f.line, f.rule) for f in found] == [(11, "SL109")], found
     assert "an image side (a 2-D convolution takes it)" in found[0].message, found[0].message
     assert check_tree(tmp_path, ["SL109"], dynamic_dims={"x": [0]}).all_findings() == []
+
+
+def test_a_comprehension_is_as_long_as_what_it_iterates(tmp_path):
+    """A list built by a comprehension has one item per row of what it iterates: its items'
+    sizes do not say how many there are. Over a pair it has two items, whatever sizes they
+    hold (it was given the items' dim, the sequence, and iterating ``torch.tensor`` of it was
+    called a varying loop). Over the rows of ``input_ids`` it is as long as the batch, which
+    that iteration pins (Dynamo unrolls it): iterating the rows' tensor costs nothing more."""
+    from conftest import check_tree, write_tree
+
+    write_tree(tmp_path, {"m.py": """
+        import torch
+        from torch import nn
+
+        class M(nn.Module):
+            def forward(self, input_ids, attention_mask):
+                rows = torch.tensor([ids.shape[0] for ids in input_ids])
+                pair = torch.tensor([t.shape[1] for t in (input_ids, attention_mask)])
+                for r in rows:
+                    input_ids = input_ids + r
+                for p in pair:
+                    input_ids = input_ids + p
+                return input_ids
+        """})
+    found = check_tree(tmp_path, ["SL205"]).all_findings()
+    assert [f.line for f in found] == [6], found  # `for ids in input_ids` only
+    assert "`input_ids` dim 0" in found[0].message, found[0].message

@@ -28,8 +28,8 @@ from shapelint.static.project import (SELF_ITEMS, ClassInfo, FunctionInfo, Modul
                                       default_pairs, dotted as _dotted)
 from shapelint.static.regions import Regions
 from shapelint.static.types import ast_literal, ast_param_kinds, kinds_of_ast_annotation, literal
-from shapelint.values import (CONST_DIM, NUMBERS, SEQUENCES, UNKNOWN, BuiltItems, Dim, DimInfo, Dims, Kind, Origin, Tag,
-                              Value, join_dims, tracked)
+from shapelint.values import (CONST_DIM, NUMBERS, SEQUENCES, UNKNOWN, UNKNOWN_DIM, BuiltItems, Dim,
+                              DimInfo, Dims, Kind, Origin, Tag, Value, join_dims, tracked)
 
 MAX_DEPTH = 12
 #: how deep one expression may nest before the walk stops following it (deeper code is
@@ -1579,8 +1579,12 @@ class Walker:
     def _comprehension_body(self, node: cst.BaseComp) -> Value:
         saved = dict(self.env)
         comp: Optional[cst.CompFor] = node.for_in
+        # how many items: the rows of what it iterates, unless a filter or a nested loop decides
+        length: Optional[DimInfo] = None if comp is None or comp.ifs or comp.inner_for_in else UNKNOWN_DIM
         while comp is not None:
             it = self.ev(comp.iter)
+            if length is None:
+                length = _iterations(it) or UNKNOWN_DIM
             self.emit("on_iteration", api.Iteration(comp.iter, it, self.ctx))
             self.bind(comp.target, self.elem(it))
             for cond in comp.ifs:
@@ -1600,7 +1604,7 @@ class Walker:
             # into those tensors
             return Value(kinds=frozenset({Kind.TENSORS}), origin=out.origin, item=out)
         return Value(kinds=frozenset({Kind.CONTAINER}), tags=out.tags & _KEPT, origin=out.origin,
-                     dim=out.dim)
+                     dim=out.dim, length=length)
 
     ev_ListComp = ev_SetComp = ev_GeneratorExp = ev_DictComp = _comprehension
 

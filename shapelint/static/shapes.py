@@ -875,6 +875,8 @@ def shape_slice(x: Dims, bounds: Tuple[Optional[Value], ...]) -> Optional[Dims]:
 def sequence_length(seq: Value) -> Optional[DimInfo]:
     """A Python list's length as a dim, where the walk knows it (a list grown once per row of
     a varying dim, ``tolist()`` of a tensor); None otherwise."""
+    if seq.length is not None:
+        return seq.length
     if seq.kinds and seq.kinds <= SEQUENCES and seq.dim is not None:
         return seq.dim
     return None
