@@ -51,7 +51,6 @@ FLAG_NAME = re.compile(r"^(?:return|output|use|is|has|do|enable|disable|skip|app
 SEQUENCE_INPUT = re.compile(r"(?:^|_)(?:ids|mask|labels|tokens)$")
 #: parameter names that say an input is a batch of images: (batch, channels, height, width)
 IMAGE_INPUT = re.compile(r"^(?:pixel_values|images)$")
-SIDE = "side"  # (arg_dims: a trailing dim that a 2-D convolution would make an image side)
 #: names that say a size is a length, a time or a token count (``b, t, c = x.shape``,
 #: ``seq_len = x.shape[1]``): such a dim varies between calls, as the sequence of ids does.
 #: Not an image side (``H``, ``W``): on the zoo's tune half they added two true findings and
@@ -271,6 +270,7 @@ class Regions:
     def arg_dims(self, name: str, default_rank: Optional[int] = None) -> Dims:
         """Dims of an entry's tensor argument ``name``."""
         declared: Dict[int, Tuple[Dim, str]] = {}
+        sides: Set[int] = set()  # trailing dims nothing decided: image sides if a conv takes them
         configured = self.settings.dynamic_dims.get(name, self.settings.dynamic_dims.get("*"))
         if configured is not None:
             for d in configured:
@@ -287,8 +287,10 @@ class Regions:
                 declared.setdefault(1, (Dim.VARY, "assumed: the sequence dim of ids and masks"))
             for d in (-2, -1):  # an image's sides: by its name, or where a 2-D convolution
                 # takes them (shapes.image_side)
-                declared.setdefault(d, (Dim.VARY, "assumed: an image side") if IMAGE_INPUT.search(name)
-                                    else (Dim.UNKNOWN, SIDE))
+                if IMAGE_INPUT.search(name):
+                    declared.setdefault(d, (Dim.VARY, "assumed: an image side"))
+                elif d not in declared:
+                    sides.add(d)
         front: List[DimInfo] = []
         back: List[DimInfo] = []
         for d in sorted(k for k in declared if k >= 0):
@@ -296,12 +298,14 @@ class Regions:
                 front.append(UNKNOWN_DIM)
             state, why = declared[d]
             front.append(DimInfo(state, f"`{name}` dim {d}, {why}"))
-        for d in sorted((k for k in declared if k < 0), reverse=True):
+        for d in sorted({k for k in declared if k < 0} | sides, reverse=True):
             while len(back) < -d - 1:
                 back.insert(0, UNKNOWN_DIM)
+            if d in sides:
+                back.insert(0, DimInfo(Dim.UNKNOWN, f"`{name}` dim {d}", side=True))
+                continue
             state, why = declared[d]
-            back.insert(0, DimInfo(state, f"`{name}` dim {d}" + (f", {why}" if why != SIDE else ""),
-                                   side=why == SIDE))
+            back.insert(0, DimInfo(state, f"`{name}` dim {d}, {why}"))
         return Dims(tuple(front), tuple(back), None)
 
     def named_length(self, name: str, v: Value) -> Value:
