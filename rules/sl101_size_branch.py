@@ -1,4 +1,4 @@
-from shapelint.api import Condition, Rule
+from shapelint.api import Condition, Rule, varying_size
 
 
 class SizeBranch(Rule):
@@ -127,7 +127,7 @@ def inputs(batch):
 
     def on_condition(self, site: Condition) -> None:
         v = site.value
-        if not v.is_size or site.validates or v.varies is not True or v.dim is None:
+        if not varying_size(v) or site.validates or v.dim is None:
             return  # a constant dim, an unknown one, or a validation check: no recompile
         if v.has("remainder"):
             return  # a branch on a remainder: SL109's

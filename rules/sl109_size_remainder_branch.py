@@ -1,4 +1,4 @@
-from shapelint.api import Condition, Rule
+from shapelint.api import Condition, Rule, varying_size
 
 
 class SizeRemainderBranch(Rule):
@@ -108,8 +108,7 @@ def inputs(batch):  # sides 9, 10, 11, ...: odd, then even
 
     def on_condition(self, site: Condition) -> None:
         v = site.value
-        if not v.is_size or site.validates or v.varies is not True or v.dim is None or \
-                not v.has("remainder"):
+        if not varying_size(v) or site.validates or v.dim is None or not v.has("remainder"):
             return
         self.report(site, f"`{site.short_code()}` depends on the remainder of the tensor size "
                           f"{site.fn.describe(v.origin)}, which varies between calls "

@@ -170,12 +170,12 @@ def _enum(tp: Type[enum.Enum]) -> Loader:
 
 
 def _record(cls: type) -> Loader:
-    fields = _fields(cls)  # built on first use: a record may nest its own class
+    construct = _construct(cls)
 
     def load_record(data: Any, where: str) -> Any:
         if not isinstance(data, dict):
             raise _fail(where, "an object", data)
-        return cls(**fields(data, where))
+        return construct(data, where)
     return load_record
 
 
@@ -193,7 +193,7 @@ def _fields(cls: type) -> Callable[[Dict[str, Any], str], Dict[str, Any]]:
             if not f.init:
                 continue
             if f.metadata.get("flatten"):
-                specs.append((f.name, f.name, None, False, None, _flattened(hints[f.name])))
+                specs.append((f.name, f.name, None, False, None, _construct(hints[f.name])))
                 continue
             required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
             specs.append((f.name, f.metadata.get("key", f.name), _loader(hints[f.name]), required,
@@ -220,7 +220,10 @@ def _fields(cls: type) -> Callable[[Dict[str, Any], str], Dict[str, Any]]:
     return read
 
 
-def _flattened(cls: type) -> Callable[[Dict[str, Any], str], Any]:
+def _construct(cls: type) -> Callable[[Dict[str, Any], str], Any]:
+    """``cls`` built from the fields of one JSON object (a record's, or the enclosing one's for
+    a flattened field); its fields' checks are built on first use: a record may nest its own
+    class."""
     fields = _fields(cls)
     return lambda data, where: cls(**fields(data, where))
 
