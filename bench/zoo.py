@@ -971,16 +971,18 @@ def model_state(rec: Dict[str, Any]) -> Tuple[str, str]:
 _CHECKS: Dict[Tuple[str, Tuple[str, ...]], Tuple[Dict[str, Any], float]] = {}
 
 
-def _checked(files: List[str], static_ref: Optional[str]) -> Tuple[Dict[str, Any], float, str]:
-    """The static pass over ``files`` (relative to the libraries), and its seconds; a split
-    scored after ``all`` in one process reuses all's pass (a file's findings do not depend on
-    which other files are named)."""
+def _checked(files: List[str], static_ref: Optional[str],
+             keep: Set[str]) -> Tuple[Dict[str, Any], float, str]:
+    """The static pass over ``files`` (relative to the libraries) in a view that keeps the
+    model folders of ``keep``, and its seconds; a split scored after ``all`` in one process
+    reuses all's pass (a file's findings depend on the view, not on which other files are
+    named)."""
     root = static_root(static_ref)
     for (r, done), (doc, secs) in _CHECKS.items():
         if r == root and set(files) <= set(done):
             return doc, secs, root
     t0 = time.perf_counter()
-    view = build_view(set(files))
+    view = build_view(keep | set(files))
     try:
         doc = run_check([os.path.join(view, f) for f in files], view, root)
     finally:
@@ -1072,7 +1074,11 @@ def score_data(split: str, static_ref: Optional[str] = None,
     out["executed_lines"] = sum(len(v) for v in executed.values())
     out["files_checked"] = len(files)
     # -- the static pass --------------------------------------------------------------------------
-    doc, out["check_seconds"], root = _checked(files, static_ref)
+    # the view keeps every current record's model folders, whichever split is scored: a file of
+    # one half imports models of the other (a split-only view gave other findings than ``all``)
+    keep = {path for rec in records if is_current(rec, versions)
+            for m in rec["modes"].values() for path in m.get("executed", {})}
+    doc, out["check_seconds"], root = _checked(files, static_ref, keep)
     out["static"] = static_ref or "working tree"
     rules = rules_info(root)
     findings = [dict(f) for f in doc.get("findings", [])
