@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 from dataclasses import dataclass
+from itertools import zip_longest
 from typing import Any, FrozenSet, Iterable, Optional, Tuple, Union
 
 
@@ -457,8 +458,13 @@ def _either_dims(a: Dims, b: Dims) -> Dims:
     if a.rank is not None and a.rank == b.rank:
         return Dims.of(*(join_dims(x, y) for x, y in zip(a.front, b.front)))
     if a.rank is None and b.rank is None:
-        return Dims(tuple(join_dims(x, y) for x, y in zip(a.front, b.front)),
-                    tuple(join_dims(x, y) for x, y in zip(a.back[::-1], b.back[::-1]))[::-1],
+        # a dim one path knows and the other does not is unknown there: it still varies if
+        # it varies on the known path (``if embeds is None: embeds = embed(ids)`` keeps the
+        # ids' sequence dim, which the parameter's own dims do not name)
+        return Dims(tuple(join_dims(x, y) for x, y in
+                          zip_longest(a.front, b.front, fillvalue=UNKNOWN_DIM)),
+                    tuple(join_dims(x, y) for x, y in
+                          zip_longest(a.back[::-1], b.back[::-1], fillvalue=UNKNOWN_DIM))[::-1],
                     None)
     return UNKNOWN_DIMS
 

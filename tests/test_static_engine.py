@@ -981,6 +981,26 @@ def test_cat_of_a_sequence_of_tensors_sums_their_count():
     assert stacked is not None and stacked.at(0) == rows and stacked.at(-1) == CONST_DIM
 
 
+def test_a_join_keeps_a_dim_only_one_path_knows_varying():
+    """``if inputs_embeds is None: inputs_embeds = self.embed(input_ids)``: the parameter's
+    own dims name dim 0 only, the embedding's the ids' sequence dim too. The join keeps that
+    dim varying (it varies on one path), as it keeps a trailing dim only one side knows;
+    before, the join kept the shorter side's dims and the sequence dim was lost for the rest
+    of the model (recurrent_gemma's ``for t in range(hidden_states.shape[1])``)."""
+    from shapelint.values import CONST_DIM, UNKNOWN_DIM, Dim, DimInfo, Dims, Kind, Value
+
+    batch, seq = DimInfo(Dim.VARY, "ids dim 0"), DimInfo(Dim.VARY, "ids dim 1")
+    embedded = Value(kinds=frozenset({Kind.TENSOR}), dims=Dims((batch, seq), (CONST_DIM,), None))
+    given = Value(kinds=frozenset({Kind.TENSOR}), dims=Dims((batch,), (), None))
+    for a, b in ((embedded, given), (given, embedded)):
+        dims = a.merge(b).dims
+        assert dims is not None and dims.at(0) == batch and dims.at(1) == seq, dims
+        assert dims.at(-1) == UNKNOWN_DIM, dims  # fixed on one path, unknown on the other
+    fixed = Value(kinds=frozenset({Kind.TENSOR}), dims=Dims((CONST_DIM, CONST_DIM), (), None))
+    dims = fixed.merge(given).dims
+    assert dims is not None and dims.at(1) == UNKNOWN_DIM, dims
+
+
 def test_an_activation_of_known_rank_broadcast_against_unknown_dims_keeps_its_trailing_dims():
     """``inputs_embeds + embed_pos`` with ``embed_pos`` a (seq, hidden) table of known rank and
     ``inputs_embeds`` of unknown dims: broadcasting aligns from the right, so the sum has the
