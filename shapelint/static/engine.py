@@ -551,11 +551,10 @@ def _module_index(root: str, found: Sequence[str]) -> Dict[str, List[str]]:
     """Dotted module name -> files, for every .py under ``root`` (listing only, no reading)."""
     index: Dict[str, List[str]] = {}
     root_files, _ = files_mod.discover([root]) if os.path.isdir(root) else ([], [])
-    for f in list(found) + root_files:
-        name, _ = files_mod.module_name_for(f)
-        lst = index.setdefault(name, [])
-        if f not in lst:
-            lst.append(f)
+    packages: Dict[str, bool] = {}
+    for f in dict.fromkeys(list(found) + root_files):  # (the root's files are mostly ``found``)
+        name, _ = files_mod.module_name_for(f, packages)
+        index.setdefault(name, []).append(f)
     return index
 
 

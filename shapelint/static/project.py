@@ -1145,6 +1145,9 @@ class Project:
         #: per class (as ``_mros``), its model-output fields (see ``output_fields``)
         self._outputs: Dict[str, Optional[Tuple[str, ...]]] = {}
         self._suffix: Dict[str, List[ModuleInfo]] = {}
+        #: the last part of a dotted module name -> the names of ``modules`` ending in it,
+        #: in the order of ``modules`` (what ``_suffix`` scans, not every module per name)
+        self._by_last: Dict[str, List[str]] = {}
         #: file -> its import root (``module_name_for`` stats a folder per package level)
         self._roots: Dict[str, str] = {}
         self._parsed_texts: Dict[str, Union[str, Tuple[cst.Module, cst.CSTNode]]] = {}
@@ -1161,6 +1164,8 @@ class Project:
         for name, found in self._suffix.items():  # (kept up to date: rebuilding it scanned
             if module.name.endswith("." + name):  # every module at each lazy load)
                 found.append(module)
+        if module.name not in self.modules:
+            self._by_last.setdefault(module.name.rsplit(".", 1)[-1], []).append(module.name)
         self.modules.setdefault(module.name, []).append(module)
         self.by_path[module.source.abspath] = module
         self.fake_names |= module.fake_names
@@ -1199,8 +1204,8 @@ class Project:
             # a package imported through a longer path than its root gives it
             if name not in self._suffix:
                 suffix = "." + name
-                self._suffix[name] = [m for ms in self.modules.values() for m in ms
-                                      if m.name.endswith(suffix)]
+                self._suffix[name] = [m for n in self._by_last.get(name.rsplit(".", 1)[-1], ())
+                                      if n.endswith(suffix) for m in self.modules[n]]
             cands = self._suffix[name]
         if not cands:
             return None
