@@ -702,10 +702,12 @@ def _init_attrs(init: FunctionNode, module: ModuleInfo) -> Dict[str, AttrInfo]:
     read = _config_reader(init, module)
     aliases: Dict[str, List[ast.expr]] = {}
     # what differs from one instance to the next: an argument other than the shared config,
-    # a loop's variable (``for i in range(config.num_hidden_layers)``)
-    varying = {p for p in params if p not in _SHARED_PARAMS} | {
-        t.id for n in walk_nodes(init) if isinstance(n, (ast.For, ast.comprehension))
-        for t in walk_nodes(n.target) if isinstance(t, ast.Name)}
+    # a loop's variable (``for i in range(config.num_hidden_layers)``); read only as the key
+    # of a table of classes, so the loops are looked for only in a module that has one
+    varying = {p for p in params if p not in _SHARED_PARAMS}
+    if module.class_tables:
+        varying |= {t.id for n in walk_nodes(init) if isinstance(n, (ast.For, ast.comprehension))
+                    for t in walk_nodes(n.target) if isinstance(t, ast.Name)}
     for node in _statements(init.body):  # in source order: the first store decides, unless vague
         node = _bind_class_aliases(node, module, aliases, varying)
         _collect_items(node, local_items)
