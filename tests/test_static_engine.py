@@ -196,6 +196,19 @@ def test_the_units_are_handed_out_once_each_to_processes_that_come_free():
     queue.close()
 
 
+def test_more_files_than_a_pipe_holds_tokens_for_share_units_in_order():
+    from types import SimpleNamespace
+
+    entries = [SimpleNamespace(module=SimpleNamespace(source=SimpleNamespace(abspath=f"/t/m{i:05d}.py")),
+                               tree=SimpleNamespace(lineno=1, end_lineno=50))
+               for i in range(2 * parallel.MAX_UNITS + 5) for _ in range(2)]
+    units = parallel.units(entries, 2)
+    assert len(units) <= parallel.MAX_UNITS
+    assert [e for u in units for e in u] == entries  # whole files, in the entries' order
+    assert all(len({e.module.source.abspath for e in u}) == 3 for u in units[:-1])
+    parallel.WorkQueue(len(units)).close()
+
+
 def test_what_a_process_took_before_it_died_is_walked_here(tmp_path, monkeypatch):
     root = _cases_copy(tmp_path)
     one = check_tree(root)

@@ -65,8 +65,9 @@ def jobs_for(requested: Optional[int]) -> int:
 
 
 #: Most work units handed out: their tokens fill a pipe before any process reads it, and
-#: 4-byte tokens of this many units fit in the smallest pipe buffer (16 KiB on macOS).
-MAX_UNITS = 2048
+#: 4-byte tokens of this many units fit in the smallest pipe buffer (one 4 KiB page: what
+#: Linux gives a user past ``pipe-user-pages-soft``) and in one atomic write (``PIPE_BUF``).
+MAX_UNITS = 1024
 
 
 def units(entries: Sequence[Any], jobs: int, min_lines: int = MIN_LINES) -> List[List[Any]]:
@@ -103,19 +104,22 @@ class WorkQueue:
     def __init__(self, count: int) -> None:
         assert count <= MAX_UNITS, "more tokens than a pipe holds before anyone reads"
         self.count = count
-        self._owners = mmap.mmap(-1, self.TOKEN.size * max(1, count))  # shared over the fork
-        self.owners = memoryview(self._owners).cast("i")
-        for i in range(count):
-            self.owners[i] = -1
         read, write = os.pipe()
         try:
-            os.write(write, b"".join(self.TOKEN.pack(i) for i in range(count)))
+            os.set_blocking(write, False)  # a pipe smaller than thought: EAGAIN, never a hang
+            tokens = b"".join(self.TOKEN.pack(i) for i in range(count))
+            if os.write(write, tokens) != len(tokens):
+                raise OSError("the pipe took part of the work units")
+            self._owners = mmap.mmap(-1, self.TOKEN.size * max(1, count))  # shared over the fork
         except OSError:
             os.close(read)
             raise
         finally:
             os.close(write)  # read() gives b"" once every token is taken
         self._read: Optional[int] = read
+        self.owners = memoryview(self._owners).cast("i")
+        for i in range(count):
+            self.owners[i] = -1
 
     def take(self, worker: int) -> Iterator[int]:
         """The units ``worker`` takes, one at a time, until none is left."""
