@@ -110,31 +110,47 @@ def _cases_copy(tmp_path):
 
 
 def _on_two_processes(monkeypatch, guarded: bool = False):
-    """Make any walk fork into two processes; returns the list the shares get recorded in.
-    ``guarded`` keeps jobs_for's own safety checks (it only asks for 2)."""
+    """Make any walk fork into two processes; returns the list the units of work get recorded
+    in. ``guarded`` keeps jobs_for's own safety checks (it only asks for 2)."""
     real_jobs = parallel.jobs_for
     monkeypatch.setattr("shapelint.static.engine.Engine.min_parallel_lines", 0)
     monkeypatch.setattr(parallel, "jobs_for",
                         (lambda requested: real_jobs(2)) if guarded else (lambda requested: 2))
-    shares = []
-    real = parallel.partition
-    monkeypatch.setattr(parallel, "partition",
-                        lambda *a, **k: shares.append(real(*a, **k)) or shares[-1])
-    return shares
+    units = []
+    real = parallel.units
+    monkeypatch.setattr(parallel, "units", lambda *a, **k: units.append(real(*a, **k)) or units[-1])
+    return units
+
+
+def _hand_out(monkeypatch, to_parent, die_after=None):
+    """Hand the units out by a fixed rule instead of as the processes come free: this process
+    (worker 0) takes those ``to_parent(unit)`` picks, the forked one the others, and ends
+    itself (``os._exit``) after ``die_after`` of them."""
+    def take(self, worker):
+        taken = 0
+        for unit in range(self.count):
+            if to_parent(unit) == (worker == 0):
+                if worker != 0 and taken == die_after:
+                    os._exit(3)
+                self.owners[unit] = worker
+                taken += 1
+                yield unit
+
+    monkeypatch.setattr(parallel.WorkQueue, "take", take)
 
 
 def test_walk_on_two_processes_finds_what_one_finds(tmp_path, monkeypatch):
     root = _cases_copy(tmp_path)
     one = check_tree(root)
-    shares = _on_two_processes(monkeypatch)
+    units = _on_two_processes(monkeypatch)
     two = check_tree(root)
-    assert len(shares[0]) == 2  # it really forked
+    assert len(units[0]) > 2  # it really forked (a unit per file)
     assert _keys(one) and _keys(one) == _keys(two)
 
 
 def test_a_shared_helper_quotes_the_same_caller_on_any_number_of_processes(tmp_path, monkeypatch):
-    # a.py's region comes first, but b.py is larger, so b.py is walked by this process and
-    # a.py by the forked one; the helper's finding must still quote a.py's size, as serially
+    # a.py's region comes first, but the forked process walks it and this one b.py; the
+    # helper's finding must still quote a.py's size, as serially
     padding = "".join(f"        y{i} = x + {i}\n" for i in range(40))
     write_tree(tmp_path, {
         "util.py": """
@@ -154,12 +170,52 @@ def test_a_shared_helper_quotes_the_same_caller_on_any_number_of_processes(tmp_p
                 "    def forward(self, x):\n" + padding + "        return pick(x, x.size(1))\n",
     })
     one = check_tree(tmp_path)
-    shares = _on_two_processes(monkeypatch)
+    units = _on_two_processes(monkeypatch)
+    _hand_out(monkeypatch, lambda unit: unit == 1)
     two = check_tree(tmp_path)
-    assert [os.path.basename(e.module.path) for e in shares[0][0]] == ["b.py"]  # a.py: the child
+    assert [[os.path.basename(e.module.path) for e in u] for u in units[0]] == [["a.py"], ["b.py"]]
     helper = [f.message for f in one.findings if os.path.basename(f.path) == "util.py"]
     assert helper and "x.shape[0]" in helper[0]
     assert [f.message for f in one.findings] == [f.message for f in two.findings]
+
+
+def test_the_units_are_handed_out_once_each_to_processes_that_come_free():
+    import multiprocessing
+
+    queue = parallel.WorkQueue(300)
+    ctx = multiprocessing.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=lambda: send.send(list(queue.take(1))))
+    child.start()
+    mine = list(queue.take(0))
+    theirs = recv.recv()
+    child.join()
+    assert sorted(mine + theirs) == list(range(300))
+    assert mine == sorted(mine) and theirs == sorted(theirs)  # each in the entries' order
+    assert queue.lost(1) == theirs and queue.lost(1) == []  # now the parent's
+    queue.close()
+
+
+def test_more_files_than_a_pipe_holds_tokens_for_share_units_in_order():
+    from types import SimpleNamespace
+
+    entries = [SimpleNamespace(module=SimpleNamespace(source=SimpleNamespace(abspath=f"/t/m{i:05d}.py")),
+                               tree=SimpleNamespace(lineno=1, end_lineno=50))
+               for i in range(2 * parallel.MAX_UNITS + 5) for _ in range(2)]
+    units = parallel.units(entries, 2)
+    assert len(units) <= parallel.MAX_UNITS
+    assert [e for u in units for e in u] == entries  # whole files, in the entries' order
+    assert all(len({e.module.source.abspath for e in u}) == 3 for u in units[:-1])
+    parallel.WorkQueue(len(units)).close()
+
+
+def test_what_a_process_took_before_it_died_is_walked_here(tmp_path, monkeypatch):
+    root = _cases_copy(tmp_path)
+    one = check_tree(root)
+    units = _on_two_processes(monkeypatch)
+    _hand_out(monkeypatch, lambda unit: unit % 2 == 0, die_after=3)
+    assert _keys(check_tree(root)) == _keys(one)
+    assert len(units[0]) > 8
 
 
 def test_the_walk_forks_while_the_syntax_checks_run_beside_it(tmp_path, monkeypatch):

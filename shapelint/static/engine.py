@@ -259,26 +259,17 @@ class Engine(api.ReportSink):
         functions libcst could not parse, as (path, line, message)."""
         entries = self._entries()
         self._entry_order = {e.qualname: i for i, e in reversed(list(enumerate(entries)))}
-        shares = parallel.partition(entries, parallel.jobs_for(self.jobs), min_lines)
-
-        def walk(index: int) -> Dict[str, object]:  # runs in a forked child
-            self._walk(shares[index])
-            self._finish_rules()
-            g = self.analyzer.graph  # type: ignore[union-attr]
-            return {"findings": self._findings, "edges": list(g.edges),
-                    "nodes": list(g.nodes(data=True)), "parsed": list(self.project.by_path),
-                    "function_errors": self._function_errors(),
-                    "rule_errors": list(self._failed_rules.items())}
-
-        children = [parallel.Share(walk, i) for i in range(1, len(shares))]
-        self._walk(shares[0])
-        payloads = []
-        for child in children:
-            payload = child.result()
-            if payload is None:  # the child failed: walk its share here
-                self._walk(shares[child.index])
-            else:
-                payloads.append(payload)
+        jobs = parallel.jobs_for(self.jobs)
+        units = parallel.units(entries, jobs, min_lines)
+        payloads: List[Dict] = []
+        try:
+            queue = parallel.WorkQueue(len(units)) if len(units) > 1 else None
+        except OSError:  # no pipe to be had (EMFILE): this process walks it all
+            queue = None
+        if queue is None:
+            self._walk(entries)
+        else:
+            payloads = self._walk_shared(units, queue, min(jobs, len(units)))
         self._finish_rules()
         errors = self._function_errors()
         for payload in payloads:
@@ -293,6 +284,37 @@ class Engine(api.ReportSink):
             for key, error in payload["rule_errors"]:
                 self._failed_rules.setdefault(tuple(key), error)
         return errors
+
+    def _walk_shared(self, units: List[List[FunctionInfo]], queue: parallel.WorkQueue,
+                     jobs: int) -> List[Dict]:
+        """Walk ``units`` on ``jobs`` processes, this one included, each taking the next unit
+        from ``queue`` as it comes free; returns the forked processes' payloads. What a
+        process that failed took is walked again here."""
+        def walk(index: int) -> Dict[str, object]:  # runs in a forked child
+            for unit in queue.take(index):
+                self._walk(units[unit])
+            self._finish_rules()
+            g = self.analyzer.graph  # type: ignore[union-attr]
+            return {"findings": self._findings, "edges": list(g.edges),
+                    "nodes": list(g.nodes(data=True)), "parsed": list(self.project.by_path),
+                    "function_errors": self._function_errors(),
+                    "rule_errors": list(self._failed_rules.items())}
+
+        payloads = []
+        try:
+            children = [parallel.Share(walk, i) for i in range(1, jobs)]
+            for unit in queue.take(0):
+                self._walk(units[unit])
+            for child in children:
+                payload = child.result()
+                if payload is None:  # the child failed: walk what it took here
+                    for unit in queue.lost(child.index):
+                        self._walk(units[unit])
+                else:
+                    payloads.append(payload)
+        finally:
+            queue.close()
+        return payloads
 
     def _finish_rules(self) -> None:
         for r in self.rules:
@@ -529,11 +551,10 @@ def _module_index(root: str, found: Sequence[str]) -> Dict[str, List[str]]:
     """Dotted module name -> files, for every .py under ``root`` (listing only, no reading)."""
     index: Dict[str, List[str]] = {}
     root_files, _ = files_mod.discover([root]) if os.path.isdir(root) else ([], [])
-    for f in list(found) + root_files:
-        name, _ = files_mod.module_name_for(f)
-        lst = index.setdefault(name, [])
-        if f not in lst:
-            lst.append(f)
+    packages: Dict[str, bool] = {}
+    for f in dict.fromkeys(list(found) + root_files):  # (the root's files are mostly ``found``)
+        name, _ = files_mod.module_name_for(f, packages)
+        index.setdefault(name, []).append(f)
     return index
 
 

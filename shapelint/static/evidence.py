@@ -13,6 +13,8 @@ from __future__ import annotations
 import ast
 from typing import Dict, FrozenSet, List, Set, Union
 
+from shapelint.static.project import child_nodes
+
 #: members of Tensor that lists, tuples, dicts, ints, strings, modules or config objects
 #: share: reading one says nothing of a tensor
 _SHARED = frozenset({"index", "count", "copy", "values", "keys", "items", "get", "pop", "append",
@@ -66,7 +68,7 @@ class _Uses:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
                 continue  # a nested function's parameters shadow ours; its uses are its own
             self.visit(node)
-            stack.extend(ast.iter_child_nodes(node))
+            stack.extend(child_nodes(node))
 
     def visit(self, node: ast.AST) -> None:
         if isinstance(node, ast.Attribute):

@@ -11,7 +11,7 @@ import os
 import re
 import tokenize
 from dataclasses import dataclass
-from typing import Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from shapelint.finding import FileError, relpath
 
@@ -173,17 +173,28 @@ def read_source(abspath: str) -> Union[SourceFile, FileError]:
     return SourceFile(shown, abspath, text, hashlib.sha256(raw).hexdigest())
 
 
-def module_name_for(abspath: str) -> Tuple[str, str]:
-    """(dotted module name, import root) for a file: walk up while ``__init__.py`` exists."""
+def module_name_for(abspath: str, packages: Optional[Dict[str, bool]] = None) -> Tuple[str, str]:
+    """(dotted module name, import root) for a file: walk up while ``__init__.py`` exists.
+    ``packages``: whether each folder holds one, as found so far (for a caller that names
+    thousands of files: a stat per file and level was a second of a check of transformers)."""
     directory, fname = os.path.split(abspath)
     stem = fname[:-3]
     parts: List[str] = [] if stem == "__init__" else [stem]
-    while os.path.isfile(os.path.join(directory, "__init__.py")):
+    while _is_package(directory, packages):
         directory, pkg = os.path.split(directory)
         parts.insert(0, pkg)
         if not pkg:
             break
     return ".".join(p for p in parts if p), directory
+
+
+def _is_package(directory: str, known: Optional[Dict[str, bool]]) -> bool:
+    if known is None:
+        return os.path.isfile(os.path.join(directory, "__init__.py"))
+    found = known.get(directory)
+    if found is None:
+        found = known[directory] = os.path.isfile(os.path.join(directory, "__init__.py"))
+    return found
 
 
 def common_root(paths: Sequence[str]) -> Optional[str]:

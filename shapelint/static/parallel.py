@@ -1,10 +1,11 @@
 """Walking compiled regions on more than one core.
 
-The summaries are built once; then the process forks and each process walks a share of the
-compiled entries (whole files together, so a file's helpers are mostly parsed once). Only data
-comes back over a pipe: findings with their positions and messages already worked out, call
-graph edges, the paths parsed and the functions libcst could not parse. A share whose process
-fails is walked again by the parent, so a crash costs time, never findings.
+The summaries are built once; then the process forks and each process takes units of the
+compiled entries (a file's entries together, so a file's helpers are mostly parsed once) from a
+shared queue until none is left. Only data comes back over a pipe: findings with their
+positions and messages already worked out, call graph edges, the paths parsed and the
+functions libcst could not parse. The units of a process that fails are walked again by the
+parent, so a crash costs time, never findings.
 
 A child never outlives its parent: on Linux the kernel sends it SIGKILL when the parent dies
 (``prctl(PR_SET_PDEATHSIG)``); elsewhere a watchdog thread in the child checks the parent's
@@ -13,9 +14,11 @@ pid every half second. Either way a ``kill -9`` of the command leaves no process
 
 from __future__ import annotations
 
+import mmap
 import multiprocessing
 import os
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+import struct
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 #: Below this many lines of entries, forking costs more than it saves.
 MIN_LINES = 20_000
@@ -61,31 +64,91 @@ def jobs_for(requested: Optional[int]) -> int:
     return max(1, min(wanted, fd_room(FDS_PER_JOB)))
 
 
-def partition(entries: Sequence[Any], jobs: int, min_lines: int = MIN_LINES) -> List[List[Any]]:
-    """Entries in ``jobs`` shares of about equal lines, a file's entries in one share
-    (largest files first, each to the lightest share). One share when the work is small."""
+#: Most work units handed out: their tokens fill a pipe before any process reads it, and
+#: 4-byte tokens of this many units fit in the smallest pipe buffer (one 4 KiB page: what
+#: Linux gives a user past ``pipe-user-pages-soft``) and in one atomic write (``PIPE_BUF``).
+MAX_UNITS = 1024
+
+
+def units(entries: Sequence[Any], jobs: int, min_lines: int = MIN_LINES) -> List[List[Any]]:
+    """Entries in units of work handed out in turn, each a file's entries (several files'
+    when there are more files than ``MAX_UNITS``), in the entries' order: a process that takes
+    units one after another walks the regions in the same relative order as a single process,
+    so the earliest caller of a shared helper reports it first. One unit when the work is
+    small."""
     by_file: Dict[str, List[Any]] = {}
     for e in entries:
         by_file.setdefault(e.module.source.abspath, []).append(e)
-
-    def lines(fns: List[Any]) -> int:
-        return sum((f.tree.end_lineno or f.tree.lineno) - f.tree.lineno + 1 for f in fns)
-
-    total = lines(list(entries))
+    total = sum((e.tree.end_lineno or e.tree.lineno) - e.tree.lineno + 1 for e in entries)
     if jobs <= 1 or total < min_lines or len(by_file) < 2:
         return [list(entries)]
-    shares: List[List[Any]] = [[] for _ in range(min(jobs, len(by_file)))]
-    weights = [0] * len(shares)
-    for path in sorted(by_file, key=lambda p: (-lines(by_file[p]), p)):
-        i = weights.index(min(weights))
-        shares[i].extend(by_file[path])
-        weights[i] += lines(by_file[path])
-    order = {id(e): n for n, e in enumerate(entries)}
-    return [sorted(s, key=lambda e: order[id(e)]) for s in shares if s]
+    files = list(by_file.values())
+    per_unit = -(-len(files) // MAX_UNITS)
+    return [[e for fns in files[i:i + per_unit] for e in fns]
+            for i in range(0, len(files), per_unit)]
+
+
+class WorkQueue:
+    """Units of work handed out to forked processes as they come free, so that none idles
+    while another still has a backlog (static shares of about equal lines ended seconds
+    apart: the lines of a file say little of its walk's cost).
+
+    The units' indices are tokens in a pipe filled before the fork; a process takes the next
+    by reading one token (pipe reads are serialized by the kernel; no lock that a killed
+    process could leave held). It then records itself as the unit's owner in a shared
+    array, so the units of a process that failed, and a unit taken by one that died before
+    recording it, can be walked again by the parent."""
+
+    TOKEN = struct.Struct("=i")
+
+    def __init__(self, count: int) -> None:
+        assert count <= MAX_UNITS, "more tokens than a pipe holds before anyone reads"
+        self.count = count
+        read, write = os.pipe()
+        try:
+            os.set_blocking(write, False)  # a pipe smaller than thought: EAGAIN, never a hang
+            tokens = b"".join(self.TOKEN.pack(i) for i in range(count))
+            if os.write(write, tokens) != len(tokens):
+                raise OSError("the pipe took part of the work units")
+            self._owners = mmap.mmap(-1, self.TOKEN.size * max(1, count))  # shared over the fork
+        except OSError:
+            os.close(read)
+            raise
+        finally:
+            os.close(write)  # read() gives b"" once every token is taken
+        self._read: Optional[int] = read
+        self.owners = memoryview(self._owners).cast("i")
+        for i in range(count):
+            self.owners[i] = -1
+
+    def take(self, worker: int) -> Iterator[int]:
+        """The units ``worker`` takes, one at a time, until none is left."""
+        while self._read is not None:
+            token = os.read(self._read, self.TOKEN.size)
+            if len(token) < self.TOKEN.size:
+                return
+            (unit,) = self.TOKEN.unpack(token)
+            self.owners[unit] = worker
+            yield unit
+
+    def lost(self, worker: int) -> List[int]:
+        """The units ``worker`` (a process that failed) took, and any unit taken but never
+        recorded; they now belong to the parent (worker 0), so none is walked twice."""
+        out = [u for u in range(self.count) if self.owners[u] in (worker, -1)]
+        for u in out:
+            self.owners[u] = 0
+        return out
+
+    def close(self) -> None:
+        if self._read is not None:
+            os.close(self._read)
+            self._read = None
+        self.owners.release()
+        self._owners.close()
 
 
 class Share:
-    """One share walked in a forked process."""
+    """One job run in a forked process: ``walk(index)``, whose payload comes back."""
 
     def __init__(self, walk, index: int) -> None:
         ctx = multiprocessing.get_context("fork")
@@ -106,7 +169,7 @@ class Share:
         send.close()
 
     def result(self) -> Optional[Dict[str, Any]]:
-        """The child's payload, or None when it failed (then the parent walks the share)."""
+        """The child's payload, or None when it failed (then the parent does its work)."""
         if self._recv is None or self._proc is None:
             return None
         try:

@@ -14,7 +14,7 @@ import functools
 import os
 import re
 import warnings
-from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple, Union
+from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple, Union
 
 import libcst as cst
 
@@ -86,6 +86,42 @@ def ast_dotted(node: ast.AST) -> Optional[str]:
         base = ast_dotted(node.value)
         return f"{base}.{node.attr}" if base else None
     return None
+
+
+_FIELDS: Dict[type, Tuple[str, ...]] = {}
+
+
+def child_fields(cls: type) -> Tuple[str, ...]:
+    """The fields of an ast node type that may hold nodes (all but ``ctx``)."""
+    fields = _FIELDS.get(cls)
+    if fields is None:
+        fields = _FIELDS[cls] = tuple(f for f in getattr(cls, "_fields", ()) if f != "ctx")
+    return fields
+
+
+def child_nodes(node: ast.AST) -> List[ast.AST]:
+    """``ast.iter_child_nodes`` less the ``Load`` and ``Store`` markers, as a list, at half
+    its cost: the children come from each type's own fields, with no generator per node."""
+    out: List[ast.AST] = []
+    for field in child_fields(type(node)):
+        child = getattr(node, field, None)
+        if isinstance(child, list):
+            for c in child:
+                if isinstance(c, ast.AST):
+                    out.append(c)
+        elif isinstance(child, ast.AST):
+            out.append(child)
+    return out
+
+
+def walk_nodes(node: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of ``ast.walk``, in its order (breadth first), less the ``Load`` and
+    ``Store`` markers, at half its cost (``ast.walk`` of every ``__init__`` and method
+    summarized was 4% of a check of transformers)."""
+    todo = [node]
+    for n in todo:  # (a list grows under its own iteration: the queue)
+        todo.extend(child_nodes(n))
+        yield n
 
 
 def parse_ast(text: str, path: str = "<unknown>") -> ast.Module:
@@ -247,7 +283,7 @@ class SelfState:
         self.first_read: Dict[str, int] = {}
         self.writes: Dict[str, List[int]] = {}
         self.self_calls: List[Tuple[int, str]] = []
-        for n in ast.walk(fn):
+        for n in walk_nodes(fn):
             if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load):
                 self._read(ast_dotted(n), n.lineno)
             elif isinstance(n, ast.AugAssign):
@@ -390,7 +426,7 @@ class ClassInfo:
         if self._forward_writes is None:
             fwd = self.methods.get("forward")
             self._forward_writes = frozenset() if fwd is None else frozenset(
-                t.attr for n in ast.walk(fwd.tree) if isinstance(n, (ast.Assign, ast.AugAssign))
+                t.attr for n in walk_nodes(fwd.tree) if isinstance(n, (ast.Assign, ast.AugAssign))
                 for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
                 if isinstance(t, ast.Attribute) and _is_self(t.value))
         return self._forward_writes
@@ -666,10 +702,12 @@ def _init_attrs(init: FunctionNode, module: ModuleInfo) -> Dict[str, AttrInfo]:
     read = _config_reader(init, module)
     aliases: Dict[str, List[ast.expr]] = {}
     # what differs from one instance to the next: an argument other than the shared config,
-    # a loop's variable (``for i in range(config.num_hidden_layers)``)
-    varying = {p for p in params if p not in _SHARED_PARAMS} | {
-        t.id for n in ast.walk(init) if isinstance(n, (ast.For, ast.comprehension))
-        for t in ast.walk(n.target) if isinstance(t, ast.Name)}
+    # a loop's variable (``for i in range(config.num_hidden_layers)``); read only as the key
+    # of a table of classes, so the loops are looked for only in a module that has one
+    varying = {p for p in params if p not in _SHARED_PARAMS}
+    if module.class_tables:
+        varying |= {t.id for n in walk_nodes(init) if isinstance(n, (ast.For, ast.comprehension))
+                    for t in walk_nodes(n.target) if isinstance(t, ast.Name)}
     for node in _statements(init.body):  # in source order: the first store decides, unless vague
         node = _bind_class_aliases(node, module, aliases, varying)
         _collect_items(node, local_items)
@@ -735,7 +773,7 @@ def _table_pick(expr: ast.expr, module: ModuleInfo, varying: Set[str]) -> List[a
     picks one implementation the walk cannot know: nothing."""
     if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Name) and \
             expr.value.id in module.class_tables and \
-            any(isinstance(n, ast.Name) and n.id in varying for n in ast.walk(expr.slice)):
+            any(isinstance(n, ast.Name) and n.id in varying for n in walk_nodes(expr.slice)):
         return list(module.class_tables[expr.value.id])
     return []
 
@@ -781,10 +819,11 @@ def _bind_class_aliases(node: ast.stmt, module: ModuleInfo, aliases: Dict[str, L
         else:
             aliases.pop(name, None)
     # only the simple statements the summary reads (a stored attribute, a list grown): a
-    # compound one's inner statements come on their own, and are rewritten then
-    if isinstance(node, _READ_STATEMENTS) and any(
+    # compound one's inner statements come on their own, and are rewritten then; with no
+    # alias nor table of classes, no call goes through one (most classes: no walk at all)
+    if (aliases or module.class_tables) and isinstance(node, _READ_STATEMENTS) and any(
             isinstance(n, ast.Call) and _called_choices(n, module, aliases, varying)
-            for n in ast.walk(node)):
+            for n in walk_nodes(node)):
         return _AliasCalls(module, aliases, varying).visit(copy.deepcopy(node))
     return node
 
@@ -825,7 +864,7 @@ def _classes_per_instance(init: FunctionNode, module: ModuleInfo, params: Dict[s
     def reads_varying(expr: ast.AST) -> bool:
         return any((isinstance(n, ast.Name) and n.id in varying) or
                    (isinstance(n, ast.Attribute) and _is_self(n.value) and f"self.{n.attr}" in varying)
-                   for n in ast.walk(expr))
+                   for n in walk_nodes(expr))
 
     def built(value: ast.expr) -> Optional[str]:
         info = _classify(value, module, params, defaults, None, read)
@@ -861,7 +900,7 @@ def _returned_classes(call: ast.Call, module: ModuleInfo) -> List[str]:
     if fn is None:
         return []
     out: List[str] = []
-    for node in ast.walk(fn.tree):
+    for node in walk_nodes(fn.tree):
         if isinstance(node, ast.Return):
             name = ast_dotted(node.value) if node.value is not None else None
             if not name or not name.split(".")[-1][:1].isupper():
@@ -1108,6 +1147,9 @@ class Project:
         #: per class (as ``_mros``), its model-output fields (see ``output_fields``)
         self._outputs: Dict[str, Optional[Tuple[str, ...]]] = {}
         self._suffix: Dict[str, List[ModuleInfo]] = {}
+        #: the last part of a dotted module name -> the names of ``modules`` ending in it,
+        #: in the order of ``modules`` (what ``_suffix`` scans, not every module per name)
+        self._by_last: Dict[str, List[str]] = {}
         #: file -> its import root (``module_name_for`` stats a folder per package level)
         self._roots: Dict[str, str] = {}
         self._parsed_texts: Dict[str, Union[str, Tuple[cst.Module, cst.CSTNode]]] = {}
@@ -1124,6 +1166,8 @@ class Project:
         for name, found in self._suffix.items():  # (kept up to date: rebuilding it scanned
             if module.name.endswith("." + name):  # every module at each lazy load)
                 found.append(module)
+        if module.name not in self.modules:
+            self._by_last.setdefault(module.name.rsplit(".", 1)[-1], []).append(module.name)
         self.modules.setdefault(module.name, []).append(module)
         self.by_path[module.source.abspath] = module
         self.fake_names |= module.fake_names
@@ -1162,8 +1206,8 @@ class Project:
             # a package imported through a longer path than its root gives it
             if name not in self._suffix:
                 suffix = "." + name
-                self._suffix[name] = [m for ms in self.modules.values() for m in ms
-                                      if m.name.endswith(suffix)]
+                self._suffix[name] = [m for n in self._by_last.get(name.rsplit(".", 1)[-1], ())
+                                      if n.endswith(suffix) for m in self.modules[n]]
             cands = self._suffix[name]
         if not cands:
             return None

@@ -32,7 +32,7 @@ from shapelint.config import Settings
 from shapelint.static import dynamo
 from shapelint.static.evidence import SEQUENCE, TENSOR, parameter_uses
 from shapelint.static.project import (ClassInfo, FunctionInfo, ModuleInfo, Project, ast_dotted,
-                                      default_pairs)
+                                      child_fields, default_pairs)
 from shapelint.static.target_inputs import TargetDims
 from shapelint.static.types import param_kinds
 from shapelint.values import (NUMBERS, UNKNOWN, UNKNOWN_DIM, Dim, DimInfo, Dims, Kind, Origin, Tag,
@@ -407,7 +407,7 @@ def _referenced(node, looped: bool, out: List[Tuple[str, bool]]) -> None:
         # a helper that picks the class (`return BlockESE`): its caller builds it
         out.append((ast_dotted(node.value) or "", looped))
     inner = looped or isinstance(node, _LOOPS)
-    for field in _child_fields(type(node)):
+    for field in child_fields(type(node)):
         child = getattr(node, field, None)
         if isinstance(child, list):
             for c in child:
@@ -415,17 +415,6 @@ def _referenced(node, looped: bool, out: List[Tuple[str, bool]]) -> None:
                     _referenced(c, inner, out)
         elif isinstance(child, ast.AST):
             _referenced(child, inner, out)
-
-
-_FIELDS: Dict[type, Tuple[str, ...]] = {}
-
-
-def _child_fields(cls: type) -> Tuple[str, ...]:
-    """The fields of an ast node type that may hold nodes (all but ``ctx``)."""
-    fields = _FIELDS.get(cls)
-    if fields is None:
-        fields = _FIELDS[cls] = tuple(f for f in getattr(cls, "_fields", ()) if f != "ctx")
-    return fields
 
 
 def _is_none(node: Optional[cst.BaseExpression]) -> bool:

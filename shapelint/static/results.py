@@ -60,13 +60,8 @@ def choose(name: str, args: Args, kwargs: Kwargs, is_method: bool
     literals.update({k: v.const for k, v in kwargs.items() if v.const is not None})
     kinds = [coarse(a) for a in args]
     kw_kinds = {k: coarse(v) for k, v in kwargs.items()}
-    ov = api.resolve(name, len(args), list(kwargs), is_method, arg_kinds=kinds,
-                     keyword_kinds=kw_kinds, literals=literals)
-    if ov is None:
-        return None
-    binding = api.bind(name, len(args), list(kwargs), is_method, arg_kinds=kinds,
-                       keyword_kinds=kw_kinds, literals=literals)
-    return (ov, binding) if binding is not None else None
+    return api.select(name, len(args), list(kwargs), is_method, arg_kinds=kinds,
+                      keyword_kinds=kw_kinds, literals=literals)
 
 
 def bound_values(binding: Binding, args: Args, kwargs: Kwargs,

@@ -265,6 +265,15 @@ class TorchAPI:
                           keyword_kinds, literals)
         return best[1] if best else None
 
+    def select(self, name: str, positional_count: int, keyword_names: Iterable[str] = (),
+               is_method: bool = False, *, arg_kinds: Optional[Sequence[Optional[str]]] = None,
+               keyword_kinds: Optional[Mapping[str, Optional[str]]] = None,
+               literals: Optional[Mapping[Union[int, str], Any]] = None
+               ) -> Optional[Tuple[Overload, Binding]]:
+        """What `resolve` and `bind` give, at once (the walk asks both at every torch call)."""
+        return self._best(name, positional_count, tuple(keyword_names), is_method, arg_kinds,
+                          keyword_kinds, literals)
+
     def candidates(self, name: str, positional_count: int, keyword_names: Iterable[str] = (),
                    is_method: bool = False) -> Tuple[Overload, ...]:
         """Every overload that accepts the call's shape, in declared order: more than one

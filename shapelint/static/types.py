@@ -245,15 +245,18 @@ def literal(node: cst.BaseExpression) -> Value:
 
 def constant(v: object) -> Value:
     """The Value of a Python constant (unknown for anything else)."""
-    for kind, types in _CONSTANT_KINDS:
+    for kinds, types in _CONSTANT_KINDS:
         if isinstance(v, types):
-            return Value(kinds=frozenset({kind}), const=v)
+            return Value(kinds=kinds, const=v)
     if v is None:
-        return Value(kinds=frozenset({Kind.NONE}), const=None)
+        return Value(kinds=_NONE, const=None)
     return Value()
 
 
-_CONSTANT_KINDS = ((Kind.BOOL, bool), (Kind.INT, int), (Kind.FLOAT, float), (Kind.STR, str))
+#: (the kinds, the Python type) of constants, the sets built once (a walk reads many literals)
+_CONSTANT_KINDS = tuple((frozenset({kind}), types) for kind, types in (
+    (Kind.BOOL, bool), (Kind.INT, int), (Kind.FLOAT, float), (Kind.STR, str)))
+_NONE = frozenset({Kind.NONE})
 
 
 def kinds_of_default(node: Optional[cst.BaseExpression]) -> FrozenSet[Kind]:
