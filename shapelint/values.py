@@ -453,8 +453,10 @@ def _either_record(a: Value, b: Value) -> Optional[Tuple[Tuple[str, Value], ...]
 
 def _either_dims(a: Dims, b: Dims) -> Dims:
     """The dims of a tensor that is ``a`` on one path and ``b`` on another (two classes a
-    submodule may be, both branches of an ``if``): each dim known on both, joined; a dim
-    varies if it varies on either path."""
+    submodule may be, both branches of an ``if``): each dim either path names, joined (a dim
+    one path does not name is unknown there), so a dim varies if it varies on either path.
+    Dims of two different ranks are not joined (front with front and back with back made
+    SL101 worse on both zoo halves and moved no default figure)."""
     if a.rank is not None and a.rank == b.rank:
         return Dims.of(*(join_dims(x, y) for x, y in zip(a.front, b.front)))
     if a.rank is None and b.rank is None:
