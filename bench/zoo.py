@@ -1003,10 +1003,17 @@ def score_data(split: str, static_ref: Optional[str] = None,
     records = load_records(as_of)
     out: Dict[str, Any] = {"split": split, "versions": versions}
     stale, failed, partial, used = [], [], [], []
+    # the view keeps every current record's model folders, whichever split is scored: a file of
+    # one half imports models of the other (a split-only view gave other findings than ``all``)
+    keep: Set[str] = set()
     for rec in records:
+        current = is_current(rec, versions)
+        if current:
+            keep.update(path for m in (rec.get("modes") or {}).values()
+                        for path in m.get("executed", {}))
         if split != "all" and split_of(rec["name"], forced) != split:
             continue
-        if not is_current(rec, versions):
+        if not current:
             stale.append({"name": rec["name"], "versions": rec.get("versions"),
                           "why": "versions" if rec.get("versions") != versions
                           else "a numpy call replayed without numpy"})
@@ -1074,10 +1081,6 @@ def score_data(split: str, static_ref: Optional[str] = None,
     out["executed_lines"] = sum(len(v) for v in executed.values())
     out["files_checked"] = len(files)
     # -- the static pass --------------------------------------------------------------------------
-    # the view keeps every current record's model folders, whichever split is scored: a file of
-    # one half imports models of the other (a split-only view gave other findings than ``all``)
-    keep = {path for rec in records if is_current(rec, versions)
-            for m in rec["modes"].values() for path in m.get("executed", {})}
     doc, out["check_seconds"], root = _checked(files, static_ref, keep)
     out["static"] = static_ref or "working tree"
     rules = rules_info(root)

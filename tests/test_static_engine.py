@@ -1040,9 +1040,9 @@ def test_cat_of_a_sequence_of_tensors_sums_their_count():
 def test_a_join_keeps_a_dim_only_one_path_knows_varying():
     """``if inputs_embeds is None: inputs_embeds = self.embed(input_ids)``: the parameter's
     own dims name dim 0 only, the embedding's the ids' sequence dim too. The join keeps that
-    dim varying (it varies on one path), as it keeps a trailing dim only one side knows;
-    before, the join kept the shorter side's dims and the sequence dim was lost for the rest
-    of the model (recurrent_gemma's ``for t in range(hidden_states.shape[1])``)."""
+    dim varying (it varies on one path); a dim fixed on one path and not named on the other is
+    unknown. Before, the join kept the shorter side's dims and the sequence dim was lost for
+    the rest of the model (recurrent_gemma's ``for t in range(hidden_states.shape[1])``)."""
     from shapelint.values import CONST_DIM, UNKNOWN_DIM, Dim, DimInfo, Dims, Kind, Value
 
     batch, seq = DimInfo(Dim.VARY, "ids dim 0"), DimInfo(Dim.VARY, "ids dim 1")
